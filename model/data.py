@@ -1,0 +1,101 @@
+"""Training data: generator conversations and AgentDojo training traces, as token sequences.
+
+Every sequence is the proxy's chat format (chat_format.py) with a loss weight per token: the
+agent's own turns (reasoning and calls) weigh 1, the rest (system prompt, tools, user, tool results)
+CONTEXT_WEIGHT, so the small model spends its capacity on what it is asked to score.
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+
+from bpe import Tokenizer
+from chat_format import segments
+
+CONTEXT_WEIGHT = 0.25
+REDACTION_TEXT = "[Reasoning redacted]"
+
+
+@dataclass
+class Example:
+    ids: list[int]
+    weights: list[float]
+
+
+def load_jsonl(path: str, limit: int | None = None) -> list[dict]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                out.append(json.loads(line))
+                if limit is not None and len(out) >= limit:
+                    break
+    return out
+
+
+def encode_case(tok: Tokenizer, case: dict, max_len: int, rng: random.Random, with_tools: bool,
+                redact_cot: bool) -> Example | None:
+    """Encode one conversation; truncate with the engine's policy when it is longer than max_len.
+
+    Policy (same as the TypeScript engine's): drop tool definitions first, then the oldest messages
+    after the first user turn, then cut the middle of the longest remaining tool result. The system
+    prompt, user turns and the final agent turn are never dropped.
+    """
+    msgs = case["messages"]
+    if redact_cot:
+        first_tool = next((i for i, m in enumerate(msgs) if m["role"] == "tool"), None)
+        if first_tool is not None:
+            msgs = [dict(m, content=REDACTION_TEXT) if (i > first_tool and m["role"] == "assistant" and m.get("content"))
+                    else m for i, m in enumerate(msgs)]
+    groups = []
+    if with_tools:
+        for t in case.get("tools") or []:
+            groups.append(["tool_def", segments([], [t])[1:]])
+    for m in msgs:
+        groups.append([m["role"], segments([m])[1:]])
+    if case.get("action"):
+        groups.append(["action", segments([], None, case["action"])[1:]])
+    enc = [[role, [tok.encode_segments([s]) for s in segs], segs] for role, segs in groups]
+
+    def total() -> int:
+        return 1 + sum(len(x) for _, parts, _ in enc for x in parts)
+
+    while total() > max_len and any(r == "tool_def" for r, _, _ in enc):
+        enc = [e for e in enc if e[0] != "tool_def"]
+    first_user = next((i for i, e in enumerate(enc) if e[0] == "user"), 0)
+    while total() > max_len:
+        droppable = [i for i in range(first_user + 1, len(enc) - 2) if enc[i][0] not in ("user", "system")]
+        if not droppable:
+            break
+        i = droppable[0]
+        # Keep a call and its results together: drop an assistant turn with the tool turns after it.
+        j = i + 1
+        if enc[i][0] == "assistant":
+            while j < len(enc) - 1 and enc[j][0] == "tool":
+                j += 1
+        del enc[i:j]
+    while total() > max_len:
+        over = total() - max_len
+        best = max(((i, k) for i, e in enumerate(enc) for k in range(len(e[1])) if e[2][k][0] == "t"),
+                   key=lambda ik: len(enc[ik[0]][1][ik[1]]), default=None)
+        if best is None or len(enc[best[0]][1][best[1]]) <= over + 16:
+            return None
+        i, k = best
+        ids = enc[i][1][k]
+        keep = len(ids) - over
+        enc[i][1][k] = ids[: keep // 2] + ids[len(ids) - (keep - keep // 2):]
+    ids = [tok.special["<|bos|>"]]
+    weights = [0.0]
+    for role, parts, _ in enc:
+        w = 1.0 if role in ("assistant", "action") else CONTEXT_WEIGHT
+        for p in parts:
+            ids += p
+            weights += [w] * len(p)
+    return Example(ids, weights)
+
+
+def trace_texts(case: dict) -> list[str]:
+    """Every text field of a conversation (for tokenizer training)."""
+    segs = segments(case["messages"], case.get("tools"), case.get("action"))
+    return [v for k, v in segs if k == "t"]

@@ -1,0 +1,198 @@
+"""Train the embedded proxy: tokenizer, then the decoder, on the generator's train split and the
+AgentDojo training traces. Writes model/runs/<name>/{tokenizer.json, tokenizer_config.json,
+config.json, model.pt, train-log.json}.
+
+    LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 model/train.py
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import time
+
+import torch
+import torch.nn.functional as F
+
+import bpe
+from data import encode_case, load_jsonl, trace_texts
+from proxy_model import ProxyConfig, ProxyLM
+
+
+def batches(examples, max_tokens: int, rng: random.Random):
+    """Length-bucketed batches whose padded size stays under max_tokens."""
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i].ids))
+    out, cur, cur_max = [], [], 0
+    for i in order:
+        n = len(examples[i].ids)
+        if cur and max(cur_max, n) * (len(cur) + 1) > max_tokens:
+            out.append(cur)
+            cur, cur_max = [], 0
+        cur.append(i)
+        cur_max = max(cur_max, n)
+    if cur:
+        out.append(cur)
+    rng.shuffle(out)
+    return out
+
+
+def collate(examples, idx, pad_id: int):
+    # Right padding in training; the engine's left padding is covered by the parity tests.
+    n = max(len(examples[i].ids) for i in idx)
+    ids = torch.full((len(idx), n), pad_id, dtype=torch.long)
+    w = torch.zeros((len(idx), n))
+    am = torch.zeros((len(idx), n), dtype=torch.long)
+    for r, i in enumerate(idx):
+        e = examples[i]
+        ids[r, : len(e.ids)] = torch.tensor(e.ids)
+        w[r, : len(e.ids)] = torch.tensor(e.weights)
+        am[r, : len(e.ids)] = 1
+    pos = torch.arange(n).unsqueeze(0).expand(len(idx), -1)
+    return ids, am, pos, w
+
+
+def loss_of(model, ids, am, pos, w):
+    logits, _, _ = model(ids, am, pos)
+    nll = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none")
+    nll = nll.view(ids.shape[0], -1)
+    tw = w[:, 1:]
+    return (nll * tw).sum() / tw.sum().clamp(min=1e-9), nll, tw
+
+
+@torch.no_grad()
+def evaluate(model, examples, pad_id, max_tokens):
+    model.eval()
+    tot = tot_w = act = act_n = 0.0
+    for idx in batches(examples, max_tokens, random.Random(0)):
+        ids, am, pos, w = collate(examples, idx, pad_id)
+        _, nll, tw = loss_of(model, ids, am, pos, w)
+        mask = am[:, 1:].float()
+        tot += (nll * mask).sum().item()
+        tot_w += mask.sum().item()
+        act += (nll * (tw == 1.0).float()).sum().item()
+        act_n += (tw == 1.0).float().sum().item()
+    model.train()
+    return tot / max(tot_w, 1), act / max(act_n, 1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--train", default="data/train.jsonl")
+    ap.add_argument("--validation", default="data/validation.jsonl")
+    ap.add_argument("--traces", default="../shared/datasets/agentdojo/train-traces.jsonl")
+    ap.add_argument("--out", default="model/runs/edgearmor-proxy")
+    ap.add_argument("--vocab-size", type=int, default=4096)
+    ap.add_argument("--max-len", type=int, default=1024)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--heads", type=int, default=2)
+    ap.add_argument("--ffn", type=int, default=704)
+    ap.add_argument("--steps", type=int, default=900)
+    ap.add_argument("--batch-tokens", type=int, default=8192)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--max-minutes", type=float, default=58.0, help="stop training early past this wall time")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+    os.makedirs(args.out, exist_ok=True)
+    t0 = time.time()
+
+    gen_train = load_jsonl(args.train)
+    gen_val = load_jsonl(args.validation)
+    traces = load_jsonl(args.traces)
+    rng.shuffle(traces)
+    n_trace_val = len(traces) // 20
+    trace_val, trace_train = traces[:n_trace_val], traces[n_trace_val:]
+    print(f"data: {len(gen_train)} generator train, {len(gen_val)} validation, {len(trace_train)} traces "
+          f"(+{len(trace_val)} held out)", flush=True)
+
+    texts = [t for c in gen_train + trace_train for t in trace_texts(c)]
+    vocab, merges = bpe.train(texts, args.vocab_size)
+    tok = bpe.Tokenizer(vocab, merges)
+    tok.save(args.out, args.max_len)
+    print(f"tokenizer: {len(vocab)} tokens in {time.time() - t0:.0f}s", flush=True)
+
+    def enc(cases, tools_p, redact_p):
+        out = []
+        for c in cases:
+            e = encode_case(tok, c, args.max_len, rng, rng.random() < tools_p, rng.random() < redact_p)
+            if e is not None:
+                out.append(e)
+        return out
+
+    # Generator cases always carry their (short) tool list; real traces' lists are ~1k tokens, so
+    # half the traces go without to leave room for the conversation itself.
+    train_ex = enc(gen_train, 1.0, 0.15) + enc(trace_train, 0.5, 0.15)
+    val_gen = enc(gen_val, 1.0, 0.0)
+    val_traces = enc(trace_val, 0.5, 0.0)
+    n_tok = sum(len(e.ids) for e in train_ex)
+    print(f"encoded: {len(train_ex)} sequences, {n_tok} tokens, in {time.time() - t0:.0f}s", flush=True)
+
+    cfg = ProxyConfig(vocab_size=len(vocab), hidden_size=args.hidden, intermediate_size=args.ffn,
+                      num_hidden_layers=args.layers, num_attention_heads=args.heads,
+                      num_key_value_heads=args.heads, max_position_embeddings=args.max_len,
+                      bos_token_id=tok.special["<|bos|>"], eos_token_id=tok.special["<|eos|>"],
+                      pad_token_id=tok.special["<|pad|>"])
+    model = ProxyLM(cfg)
+    n_params = sum(p.numel() for p in model.parameters())
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=args.lr, betas=(0.9, 0.95))
+    warmup = max(20, args.steps // 30)
+
+    def lr_at(step):
+        if step < warmup:
+            return args.lr * (step + 1) / warmup
+        p = (step - warmup) / max(1, args.steps - warmup)
+        return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
+
+    log = {"config": cfg.to_hf(), "params": n_params, "args": vars(args), "steps": []}
+    step, epoch = 0, 0
+    t_train = time.time()
+    tokens_seen = 0
+    while step < args.steps:
+        for idx in batches(train_ex, args.batch_tokens, rng):
+            if step >= args.steps or (time.time() - t_train) / 60 > args.max_minutes:
+                break
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step)
+            ids, am, pos, w = collate(train_ex, idx, cfg.pad_token_id)
+            loss, _, _ = loss_of(model, ids, am, pos, w)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            tokens_seen += int(am.sum())
+            step += 1
+            if step % 25 == 0 or step == 1:
+                el = time.time() - t_train
+                print(f"step {step}/{args.steps} loss {loss.item():.3f} lr {lr_at(step):.2e} "
+                      f"{tokens_seen / el:.0f} tok/s {el / 60:.1f} min", flush=True)
+                log["steps"].append({"step": step, "loss": loss.item(), "minutes": el / 60})
+        else:
+            epoch += 1
+            continue
+        break
+    train_minutes = (time.time() - t_train) / 60
+    val_loss, val_action = evaluate(model, val_gen, cfg.pad_token_id, args.batch_tokens)
+    tr_loss, tr_action = evaluate(model, val_traces, cfg.pad_token_id, args.batch_tokens)
+    log.update(steps_done=step, epochs=epoch, train_minutes=train_minutes, tokens_seen=tokens_seen,
+               train_tokens=n_tok, validation_loss=val_loss, validation_agent_loss=val_action,
+               trace_validation_loss=tr_loss, trace_validation_agent_loss=tr_action,
+               total_minutes=(time.time() - t0) / 60)
+    print(json.dumps({k: v for k, v in log.items() if k not in ("steps", "config")}, indent=1), flush=True)
+    with open(f"{args.out}/config.json", "w") as f:
+        json.dump(cfg.to_hf(), f, indent=2)
+    torch.save(model.state_dict(), f"{args.out}/model.pt")
+    with open(f"{args.out}/train-log.json", "w") as f:
+        json.dump(log, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
