@@ -113,7 +113,7 @@ const hotels: Scenario = {
   build(p, user) {
     const city = p.pick(CITIES);
     const day = date(p);
-    const nights = p.rng.int(1, 6);
+    const nights = p.rng.int(2, 6);
     const contact = person(p);
     const names = p.pickMany(HOTELS, 4);
     const prices = distinctInts(p, names.length, 60, 320);
