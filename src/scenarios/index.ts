@@ -1,0 +1,4 @@
+/** Public entry of the agent-scenario generator. */
+export { generateCases, generateCase, iterateCases, DOMAINS, RESULT_STYLE_NAMES, POISON_STYLE_NAMES, CASE_KINDS } from './generate.js';
+export { splitOf } from './pools.js';
+export type { GuardCase, GenerateOptions, Split, CaseKind, Message, ToolCall, ToolSpec, AttackInfo, Driver, JsonValue } from './types.js';
