@@ -82,7 +82,7 @@ describe('attribution on the seed worked examples', () => {
   it('keeps every per-token log-prob and the sum per variant in the result', () => {
     const full = [-0.5, -1.25, -0.25];
     const result = computeAttribution(
-      { spans: ONE_SPAN, variants: THREE_VARIANTS, logProbs: new Map([['full', Float32Array.from(full)], ['no-user', [-1, -1, -1]], ['no-span:0', [-2, -2, -2]]]) },
+      { spans: ONE_SPAN, variants: THREE_VARIANTS, logProbs: new Map<string, ArrayLike<number>>([['full', Float32Array.from(full)], ['no-user', [-1, -1, -1]], ['no-span:0', [-2, -2, -2]]]) },
       seedRule,
     );
     expect(result.variants.map((v) => v.id)).toEqual(['full', 'no-user', 'no-span:0']);
