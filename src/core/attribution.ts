@@ -260,3 +260,11 @@ export function computeAttribution(input: AttributionInput, options: Attribution
     score: spans.length === 0 ? null : Math.max(...spans.map((s) => s.score)),
   };
 }
+
+/** computeAttribution with the rule, tau and rule name taken from resolved options. */
+export function attributeWithOptions(
+  input: AttributionInput,
+  options: Pick<ResolvedGuardOptions, 'rule' | 'edgearmorRule' | 'tau'>,
+): AttributionResult {
+  return computeAttribution(input, { tau: options.tau, rule: ruleFromOptions(options), ruleName: options.rule });
+}

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  attributeWithOptions,
   buildContext,
   buildVariants,
   causalArmorRule,
@@ -191,10 +192,8 @@ describe('attribution input checks', () => {
       options,
     );
     const variants = buildVariants(context);
-    const result = computeAttribution(
-      { spans: context.spans, variants, logProbs: { full: [-42.5], 'no-user': [-45.1], 'no-span:0': [-80.3] } },
-      { tau: options.tau, rule: ruleFromOptions(options), ruleName: options.rule },
-    );
+    const result = attributeWithOptions({ spans: context.spans, variants, logProbs: { full: [-42.5], 'no-user': [-45.1], 'no-span:0': [-80.3] } }, options);
+    expect(result.rule).toBe('causalarmor');
     expect(result.flagged).toEqual([{ spanId: 0, messageIndex: 2, toolName: 'read_travel_plan' }]);
   });
 });

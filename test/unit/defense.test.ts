@@ -9,6 +9,7 @@ import {
   modelVerdict,
   noUntrustedSpansVerdict,
   notPrivilegedVerdict,
+  preflightVerdict,
   redactSentences,
   resolveOptions,
   runDefense,
@@ -242,6 +243,13 @@ describe('verdicts', () => {
   it('keeps detected apart from decision and reason', () => {
     expect(notPrivilegedVerdict('get_balance')).toMatchObject({ detected: false, decision: 'allow', reason: 'not-privileged' });
     expect(noUntrustedSpansVerdict({ backend: 'wasm' })).toMatchObject({ decision: 'allow', reason: 'no-untrusted-spans', backend: 'wasm' });
+  });
+
+  it('allows non-privileged calls and span-free contexts before scoring, and asks for scoring otherwise', () => {
+    const action = INPUT.action;
+    expect(preflightVerdict({ privileged: false, spans: [], action })?.reason).toBe('not-privileged');
+    expect(preflightVerdict({ privileged: true, spans: [], action })?.reason).toBe('no-untrusted-spans');
+    expect(preflightVerdict({ privileged: true, spans: [{ id: 0, messageIndex: 3, toolName: 't' }], action })).toBeNull();
   });
 
   it('blocks a privileged call on failure by default and follows onError "allow" when set', () => {
