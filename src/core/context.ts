@@ -47,7 +47,7 @@ export function maskAssistantTextAfter(messages: readonly Message[], afterIndex:
   const maskedIndices: number[] = [];
   const out = messages.map((m, i) => {
     // Empty text has no reasoning to hide; inserting the redaction text there would add context that was never present.
-    if (i <= afterIndex || m.role !== 'assistant' || m.content.trim() === '') return m;
+    if (i <= afterIndex || m.role !== 'assistant' || m.content.trim() === '') return { ...m };
     maskedIndices.push(i);
     return { ...m, content: redactionText };
   });
@@ -91,7 +91,7 @@ export function buildContext(input: GuardInput, options: ResolvedGuardOptions): 
   const masked =
     options.maskCotForScoring && first !== undefined
       ? maskAssistantTextAfter(input.messages, first.messageIndex, options.cotRedactionText)
-      : { messages: input.messages.map((m) => ({ ...m })), maskedIndices: [] };
+      : { messages: input.messages.map((m) => ({ ...m })), maskedIndices: [] as number[] };
   return {
     messages: masked.messages,
     userIndices,
