@@ -1,0 +1,270 @@
+import { InvalidInputError } from './errors.js';
+import type { UntrustedSpan } from './context.js';
+import type { ResolvedGuardOptions, ResolvedEdgeArmorRuleOptions } from './options.js';
+import type { Variant, VariantId, VariantKind } from './variants.js';
+
+/** Which part of the rendered action a scored token belongs to. */
+export type ActionTokenPart = 'name' | 'arguments' | 'other';
+
+/** A delta split into its whole-action value and its tool-name and argument parts (each normalised by its own token count; null when the part has no tokens). */
+export interface DeltaParts {
+  /** Normalised delta over all scored action tokens. */
+  whole: number;
+  /** Normalised delta over the tool-name tokens, or null without part labels or name tokens. */
+  name: number | null;
+  /** Normalised delta over the argument tokens, or null without part labels or argument tokens. */
+  arguments: number | null;
+}
+
+/** Summed log-probs of one part of the action under one variant. */
+export interface PartSum {
+  logProb: number;
+  tokenCount: number;
+}
+
+/** Attribution numbers of one variant. */
+export interface VariantAttribution {
+  id: VariantId;
+  kind: VariantKind;
+  /** Per-token log-probs of the scored action tokens, as given. */
+  tokenLogProbs: number[];
+  /** Sum of the action tokens' log-probs: log P(action | variant). */
+  logProb: number;
+  /** logProb(full) - logProb(variant). */
+  rawDelta: number;
+  /** rawDelta divided by the real number of scored action tokens. */
+  normalizedDelta: number;
+  /** Sums per part, when part labels were given. */
+  parts: { name: PartSum; arguments: PartSum; other: PartSum } | null;
+  /** Normalised deltas split by part. */
+  deltas: DeltaParts;
+}
+
+/** What a detection rule sees for one span. */
+export interface RuleInput {
+  /** Deltas of removing U. */
+  user: DeltaParts;
+  /** Deltas of removing this span. */
+  span: DeltaParts;
+  /** The margin tau. */
+  tau: number;
+}
+
+/** A rule's output for one span: the flag and a continuous score (higher = more span-driven). */
+export interface RuleOutput {
+  flagged: boolean;
+  score: number;
+}
+
+/** A pluggable detection rule, applied to each span alone; it must be pure. */
+export type DetectionRule = (input: RuleInput) => RuleOutput;
+
+/** Attribution of one untrusted span. */
+export interface SpanAttribution {
+  spanId: number;
+  messageIndex: number;
+  toolName: string | null;
+  rawDelta: number;
+  normalizedDelta: number;
+  deltas: DeltaParts;
+  score: number;
+  flagged: boolean;
+}
+
+/** A span the rule flagged, as reported in verdicts. */
+export interface FlaggedSpan {
+  spanId: number;
+  messageIndex: number;
+  toolName: string | null;
+}
+
+/** Everything the attribution computed: log-probs, raw and normalised deltas, per-span scores and flags. */
+export interface AttributionResult {
+  /** Name of the rule used ('custom' for a caller-supplied function). */
+  rule: string;
+  tau: number;
+  /** Real number of scored action tokens. */
+  actionTokenCount: number;
+  /** Token counts per part, when part labels were given. */
+  partTokenCounts: { name: number; arguments: number; other: number } | null;
+  logProbFull: number;
+  logProbNoUser: number;
+  /** Deltas of removing U. */
+  user: { rawDelta: number; normalizedDelta: number; deltas: DeltaParts };
+  spans: SpanAttribution[];
+  /** Every scored variant, in the order given. */
+  variants: VariantAttribution[];
+  flagged: FlaggedSpan[];
+  detected: boolean;
+  /** Max over spans of the rule's score (dS - dU for the seed rule); null without spans. */
+  score: number | null;
+}
+
+/** The seeds' rule: flag span i iff dS_i > dU - tau (strict), on whole-action normalised deltas; score = dS - dU. */
+export const causalArmorRule: DetectionRule = ({ user, span, tau }) => ({
+  flagged: span.whole > user.whole - tau,
+  score: span.whole - user.whole,
+});
+
+/** Builds the 'edgearmor' rule: a weighted mix of the name-part and argument-part margins with dU floored; flag iff the mix > -tau. */
+export function createEdgeArmorRule(params: ResolvedEdgeArmorRuleOptions): DetectionRule {
+  const { nameWeight, argumentsWeight, userFloor } = params;
+  return ({ user, span, tau }) => {
+    const margin = (s: number, u: number): number => s - Math.max(u, userFloor);
+    const terms: Array<[number, number]> = [];
+    if (span.name !== null && user.name !== null && nameWeight > 0) terms.push([nameWeight, margin(span.name, user.name)]);
+    if (span.arguments !== null && user.arguments !== null && argumentsWeight > 0) terms.push([argumentsWeight, margin(span.arguments, user.arguments)]);
+    // Without part labels (or with an action that has no tokens in the weighted parts) fall back to whole-action deltas, floor still applied.
+    const score =
+      terms.length === 0 ? margin(span.whole, user.whole) : terms.reduce((acc, [w, m]) => acc + w * m, 0) / terms.reduce((acc, [w]) => acc + w, 0);
+    return { flagged: score > -tau, score };
+  };
+}
+
+/** Returns the built-in rule the resolved options select. */
+export function ruleFromOptions(options: Pick<ResolvedGuardOptions, 'rule' | 'edgearmorRule'>): DetectionRule {
+  return options.rule === 'edgearmor' ? createEdgeArmorRule(options.edgearmorRule) : causalArmorRule;
+}
+
+/** Input of computeAttribution. */
+export interface AttributionInput {
+  /** The untrusted spans of the context. */
+  spans: readonly UntrustedSpan[];
+  /** The variants that were scored; must include 'full', 'no-user' and one 'no-span' per span. */
+  variants: readonly Pick<Variant, 'id' | 'kind'>[];
+  /** Per-variant log-probs of the scored action tokens, one per token, same length for every variant. */
+  logProbs: ReadonlyMap<string, ArrayLike<number>> | Readonly<Record<string, ArrayLike<number>>>;
+  /** Optional part label per scored action token. */
+  parts?: readonly ActionTokenPart[] | undefined;
+}
+
+/** Options of computeAttribution. */
+export interface AttributionOptions {
+  /** Margin tau. */
+  tau: number;
+  /** The rule; a built-in one from ruleFromOptions or a custom function. */
+  rule: DetectionRule;
+  /** Name reported in the result. */
+  ruleName: string;
+}
+
+function getLogProbs(source: AttributionInput['logProbs'], id: string): ArrayLike<number> | undefined {
+  if (source instanceof Map) return (source as ReadonlyMap<string, ArrayLike<number>>).get(id);
+  const record = source as Readonly<Record<string, ArrayLike<number>>>;
+  return Object.prototype.hasOwnProperty.call(record, id) ? record[id] : undefined;
+}
+
+function sumParts(tokens: readonly number[], parts: readonly ActionTokenPart[] | undefined): VariantAttribution['parts'] {
+  if (parts === undefined) return null;
+  const out = { name: { logProb: 0, tokenCount: 0 }, arguments: { logProb: 0, tokenCount: 0 }, other: { logProb: 0, tokenCount: 0 } };
+  tokens.forEach((lp, i) => {
+    const part = out[parts[i] ?? 'other'];
+    part.logProb += lp;
+    part.tokenCount += 1;
+  });
+  return out;
+}
+
+function partDelta(full: PartSum | undefined, variant: PartSum | undefined): number | null {
+  if (full === undefined || variant === undefined || full.tokenCount === 0) return null;
+  return (full.logProb - variant.logProb) / full.tokenCount;
+}
+
+/** Turns per-variant action-token log-probs into deltas normalised by the real token count, per-part deltas, and per-span detection. */
+export function computeAttribution(input: AttributionInput, options: AttributionOptions): AttributionResult {
+  const full = getLogProbs(input.logProbs, 'full');
+  if (full === undefined) throw new InvalidInputError('logProbs: missing the "full" variant; it is the baseline of every delta.', { variant: 'full' });
+  const tokenCount = full.length;
+  if (tokenCount === 0) throw new InvalidInputError('logProbs.full: received 0 action tokens; the action must have at least one scored token.', { variant: 'full' });
+  if (input.parts !== undefined) {
+    if (input.parts.length !== tokenCount) {
+      throw new InvalidInputError(`parts: received ${input.parts.length} labels for ${tokenCount} action tokens; give one label per scored token.`, { labels: input.parts.length, tokens: tokenCount });
+    }
+    const bad = input.parts.find((p) => p !== 'name' && p !== 'arguments' && p !== 'other');
+    if (bad !== undefined) throw new InvalidInputError(`parts: received the label ${JSON.stringify(bad)}; allowed are "name", "arguments", "other".`);
+  }
+  const tokensOf = (id: string): number[] => {
+    const values = getLogProbs(input.logProbs, id);
+    if (values === undefined) throw new InvalidInputError(`logProbs: missing the "${id}" variant.`, { variant: id });
+    if (values.length !== tokenCount) {
+      throw new InvalidInputError(`logProbs.${id}: received ${values.length} token log-probs, but "full" has ${tokenCount}; every variant scores the same action tokens.`, {
+        variant: id,
+        received: values.length,
+        expected: tokenCount,
+      });
+    }
+    const arr = Array.from(values);
+    // Small positive values are float noise from log-softmax; infinities would turn every delta into NaN or Infinity.
+    const badIndex = arr.findIndex((v) => typeof v !== 'number' || !Number.isFinite(v) || v > 1e-6);
+    if (badIndex >= 0) {
+      throw new InvalidInputError(`logProbs.${id}[${badIndex}]: received ${String(arr[badIndex])}; a log-probability is a finite number <= 0.`, { variant: id, index: badIndex });
+    }
+    return arr;
+  };
+  const fullTokens = tokensOf('full');
+  const fullSum = fullTokens.reduce((a, b) => a + b, 0);
+  const fullParts = sumParts(fullTokens, input.parts);
+
+  const variants: VariantAttribution[] = input.variants.map((v) => {
+    const tokens = v.id === 'full' ? fullTokens : tokensOf(v.id);
+    const logProb = tokens.reduce((a, b) => a + b, 0);
+    const parts = sumParts(tokens, input.parts);
+    const rawDelta = fullSum - logProb;
+    return {
+      id: v.id,
+      kind: v.kind,
+      tokenLogProbs: tokens,
+      logProb,
+      rawDelta,
+      normalizedDelta: rawDelta / tokenCount,
+      parts,
+      deltas: {
+        whole: rawDelta / tokenCount,
+        name: partDelta(fullParts?.name, parts?.name),
+        arguments: partDelta(fullParts?.arguments, parts?.arguments),
+      },
+    };
+  });
+  const byId = new Map(variants.map((v) => [v.id as string, v]));
+  const noUser = byId.get('no-user');
+  if (noUser === undefined) throw new InvalidInputError('variants: missing the "no-user" variant; dU is the reference every span is compared with.', { variant: 'no-user' });
+
+  const spans: SpanAttribution[] = input.spans.map((span) => {
+    const v = byId.get(`no-span:${span.id}`);
+    if (v === undefined) throw new InvalidInputError(`variants: missing "no-span:${span.id}" for the span at message ${span.messageIndex}.`, { variant: `no-span:${span.id}` });
+    const out = options.rule({ user: noUser.deltas, span: v.deltas, tau: options.tau });
+    return {
+      spanId: span.id,
+      messageIndex: span.messageIndex,
+      toolName: span.toolName,
+      rawDelta: v.rawDelta,
+      normalizedDelta: v.normalizedDelta,
+      deltas: v.deltas,
+      score: out.score,
+      flagged: out.flagged,
+    };
+  });
+  const flagged = spans.filter((s) => s.flagged).map((s) => ({ spanId: s.spanId, messageIndex: s.messageIndex, toolName: s.toolName }));
+  return {
+    rule: options.ruleName,
+    tau: options.tau,
+    actionTokenCount: tokenCount,
+    partTokenCounts: fullParts === null ? null : { name: fullParts.name.tokenCount, arguments: fullParts.arguments.tokenCount, other: fullParts.other.tokenCount },
+    logProbFull: fullSum,
+    logProbNoUser: noUser.logProb,
+    user: { rawDelta: noUser.rawDelta, normalizedDelta: noUser.normalizedDelta, deltas: noUser.deltas },
+    spans,
+    variants,
+    flagged,
+    detected: flagged.length > 0,
+    score: spans.length === 0 ? null : Math.max(...spans.map((s) => s.score)),
+  };
+}
+
+/** computeAttribution with the rule, tau and rule name taken from resolved options. */
+export function attributeWithOptions(
+  input: AttributionInput,
+  options: Pick<ResolvedGuardOptions, 'rule' | 'edgearmorRule' | 'tau'>,
+): AttributionResult {
+  return computeAttribution(input, { tau: options.tau, rule: ruleFromOptions(options), ruleName: options.rule });
+}

@@ -1,0 +1,10 @@
+export * from './types.js';
+export * from './errors.js';
+export { isPlainObject, toJsonValue } from './json.js';
+export * from './adapters.js';
+export * from './options.js';
+export * from './context.js';
+export * from './variants.js';
+export * from './attribution.js';
+export * from './verdict.js';
+export * from './defense.js';

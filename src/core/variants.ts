@@ -1,0 +1,60 @@
+import type { StructuredContext } from './context.js';
+
+/** Identifier of an ablation variant. */
+export type VariantId = 'full' | 'no-user' | `no-span:${number}` | `no-tool:${string}`;
+
+/** What a variant removes. */
+export type VariantKind = 'full' | 'no-user' | 'no-span' | 'no-tool';
+
+/** One ablated context, as data: which messages are kept (in order) and which tool descriptions are dropped. */
+export interface Variant {
+  id: VariantId;
+  kind: VariantKind;
+  /** Indexes into the context's messages that this variant keeps, ascending. */
+  keep: number[];
+  /** For `no-span` variants: the span's id. */
+  spanId?: number;
+  /** For `no-tool` variants: the tool descriptions left out of the tool list. */
+  dropTools?: string[];
+}
+
+/** Options of buildVariants. */
+export interface VariantOptions {
+  /**
+   * Also build one variant per tool that drops that tool's description (tool-poisoning leave-one-out).
+   * @defaultValue false
+   */
+  toolLeaveOneOut?: boolean | undefined;
+}
+
+/** Builds the ablation variants: full, without all of U, without each span, and optionally without each tool description; ablation deletes messages, with no placeholder. */
+export function buildVariants(context: Pick<StructuredContext, 'messages' | 'userIndices' | 'spans' | 'tools'>, options: VariantOptions = {}): Variant[] {
+  const all = context.messages.map((_, i) => i);
+  const users = new Set(context.userIndices);
+  const variants: Variant[] = [
+    { id: 'full', kind: 'full', keep: all },
+    { id: 'no-user', kind: 'no-user', keep: all.filter((i) => !users.has(i)) },
+  ];
+  for (const span of context.spans) {
+    variants.push({ id: `no-span:${span.id}`, kind: 'no-span', keep: all.filter((i) => i !== span.messageIndex), spanId: span.id });
+  }
+  if (options.toolLeaveOneOut === true) {
+    for (const tool of context.tools) {
+      variants.push({ id: `no-tool:${tool.name}`, kind: 'no-tool', keep: [...all], dropTools: [tool.name] });
+    }
+  }
+  return variants;
+}
+
+/** Number of leading messages every variant keeps unchanged (the part a prefix cache can share); tool-list differences are not considered. */
+export function sharedPrefixLength(variants: readonly Variant[]): number {
+  const first = variants[0];
+  if (first === undefined) return 0;
+  let n = 0;
+  for (;;) {
+    const index = first.keep[n];
+    if (index === undefined || index !== n) return n;
+    if (!variants.every((v) => v.keep[n] === index)) return n;
+    n += 1;
+  }
+}

@@ -1,0 +1,123 @@
+import { serializeError, type WireError } from './errors.js';
+import type { AttributionResult, FlaggedSpan } from './attribution.js';
+import type { StructuredContext } from './context.js';
+import type { ResolvedGuardOptions } from './options.js';
+
+/** Whether the proposed call may run. */
+export type Decision = 'allow' | 'block';
+
+/** Why the decision was taken. */
+export type DecisionReason = 'model' | 'failure-policy' | 'not-privileged' | 'no-untrusted-spans';
+
+/** The guard's answer for one proposed call: what the model found (`detected`) kept apart from what to do (`decision`). */
+export interface Verdict {
+  /** Whether attribution flagged at least one span. */
+  detected: boolean;
+  decision: Decision;
+  reason: DecisionReason;
+  /** Every log-prob and delta, or null when no attribution ran. */
+  attribution: AttributionResult | null;
+  flagged: FlaggedSpan[];
+  /** Continuous case score (max over spans of the rule's score), or null when no attribution ran. */
+  score: number | null;
+  /** Durations in milliseconds by stage name. */
+  timings: Record<string, number>;
+  /** Inference backend that produced the scores (e.g. 'webgpu', 'wasm', 'cpu'). */
+  backend?: string;
+  /** Proxy model that produced the scores. */
+  proxy?: string;
+  /** The failure, when reason is 'failure-policy'. */
+  error?: WireError;
+  /** A human-readable explanation, when there is one worth showing. */
+  message?: string;
+}
+
+/** Extra data attached to a verdict. */
+export interface VerdictExtras {
+  timings?: Record<string, number>;
+  backend?: string;
+  proxy?: string;
+}
+
+function withExtras(verdict: Verdict, extras: VerdictExtras): Verdict {
+  if (extras.backend !== undefined) verdict.backend = extras.backend;
+  if (extras.proxy !== undefined) verdict.proxy = extras.proxy;
+  return verdict;
+}
+
+/** The verdict of a completed attribution: block iff a span was flagged. */
+export function modelVerdict(attribution: AttributionResult, extras: VerdictExtras = {}): Verdict {
+  return withExtras(
+    {
+      detected: attribution.detected,
+      decision: attribution.detected ? 'block' : 'allow',
+      reason: 'model',
+      attribution,
+      flagged: attribution.flagged,
+      score: attribution.score,
+      timings: { ...(extras.timings ?? {}) },
+    },
+    extras,
+  );
+}
+
+/** The verdict for a call whose tool is not in privilegedTools: allowed without scoring. */
+export function notPrivilegedVerdict(toolName: string, extras: VerdictExtras = {}): Verdict {
+  return withExtras(
+    {
+      detected: false,
+      decision: 'allow',
+      reason: 'not-privileged',
+      attribution: null,
+      flagged: [],
+      score: null,
+      timings: { ...(extras.timings ?? {}) },
+      message: `"${toolName}" is not a privileged tool, so the call was not checked.`,
+    },
+    extras,
+  );
+}
+
+/** The verdict when the context holds no untrusted span: nothing can have injected the call. */
+export function noUntrustedSpansVerdict(extras: VerdictExtras = {}): Verdict {
+  return withExtras(
+    {
+      detected: false,
+      decision: 'allow',
+      reason: 'no-untrusted-spans',
+      attribution: null,
+      flagged: [],
+      score: null,
+      timings: { ...(extras.timings ?? {}) },
+      message: 'The context holds no untrusted tool result, so no span can have driven the call.',
+    },
+    extras,
+  );
+}
+
+/** The verdict when the guard failed: a privileged call gets the onError decision (block by default), a non-privileged one is allowed. */
+export function failureVerdict(error: unknown, options: Pick<ResolvedGuardOptions, 'onError'>, privileged: boolean, extras: VerdictExtras = {}): Verdict {
+  const wire = serializeError(error);
+  const decision: Decision = privileged ? options.onError : 'allow';
+  return withExtras(
+    {
+      detected: false,
+      decision,
+      reason: 'failure-policy',
+      attribution: null,
+      flagged: [],
+      score: null,
+      timings: { ...(extras.timings ?? {}) },
+      error: wire,
+      message: `The guard failed (${wire.code}: ${wire.message}); failure policy ${privileged ? `onError="${options.onError}"` : 'for a non-privileged call'} -> ${decision}.`,
+    },
+    extras,
+  );
+}
+
+/** The verdict a call gets before any scoring, or null when it must be scored: non-privileged calls and contexts without untrusted spans are allowed. */
+export function preflightVerdict(context: Pick<StructuredContext, 'privileged' | 'spans' | 'action'>, extras: VerdictExtras = {}): Verdict | null {
+  if (!context.privileged) return notPrivilegedVerdict(context.action.name, extras);
+  if (context.spans.length === 0) return noUntrustedSpansVerdict(extras);
+  return null;
+}

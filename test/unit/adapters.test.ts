@@ -1,0 +1,137 @@
+import { describe, expect, it } from 'vitest';
+import {
+  fromAnthropicMessages,
+  fromAnthropicToolUse,
+  fromOpenAIMessages,
+  fromOpenAIToolCall,
+  InvalidInputError,
+  normalizeTool,
+  normalizeTools,
+  parseGuardInput,
+} from '../../src/core/index.js';
+
+const SCHEMA = { type: 'object', properties: { amount: { type: 'number' } }, required: ['amount'] };
+
+describe('tool adapters', () => {
+  it('normalises flat, OpenAI function and MCP tools to the same ToolSpec', () => {
+    const expected = { name: 'send_money', description: 'Send money.', parameters: SCHEMA };
+    expect(normalizeTool({ name: 'send_money', description: 'Send money.', parameters: SCHEMA })).toEqual(expected);
+    expect(normalizeTool({ type: 'function', function: { name: 'send_money', description: 'Send money.', parameters: SCHEMA } })).toEqual(expected);
+    expect(normalizeTool({ name: 'send_money', description: 'Send money.', inputSchema: SCHEMA })).toEqual(expected);
+  });
+
+  it('fills a missing description and schema with empty ones', () => {
+    expect(normalizeTool({ name: 'ping' })).toEqual({ name: 'ping', description: '', parameters: { type: 'object', properties: {} } });
+  });
+
+  it('rejects duplicate tool names and tools without a name', () => {
+    expect(() => normalizeTools([{ name: 'a' }, { name: 'a' }])).toThrow(/appears twice/);
+    expect(() => normalizeTool({ description: 'x' })).toThrow(InvalidInputError);
+  });
+});
+
+describe('OpenAI chat-completions adapter', () => {
+  const messages = [
+    { role: 'system', content: 'You are helpful.' },
+    { role: 'user', content: [{ type: 'text', text: 'Book a flight' }, { type: 'text', text: 'to Paris' }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'search_flights', arguments: '{"to":"Paris","max":[1,null,{"a":true}]}' } }],
+    },
+    { role: 'tool', tool_call_id: 'call_1', content: 'AA123 $450' },
+  ];
+
+  it('parses string-JSON arguments, joins text parts, maps null content to "" and resolves tool_call_id to the tool name', () => {
+    expect(fromOpenAIMessages(messages)).toEqual([
+      { role: 'system', content: 'You are helpful.' },
+      { role: 'user', content: 'Book a flight\nto Paris' },
+      { role: 'assistant', content: '', tool_calls: [{ name: 'search_flights', arguments: { to: 'Paris', max: [1, null, { a: true }] } }] },
+      { role: 'tool', content: 'AA123 $450', tool_name: 'search_flights' },
+    ]);
+  });
+
+  it('throws a typed error naming the known ids when a tool_call_id is unresolvable', () => {
+    const bad = [...messages.slice(0, 3), { role: 'tool', tool_call_id: 'call_9', content: 'x' }];
+    expect(() => fromOpenAIMessages(bad)).toThrow(InvalidInputError);
+    expect(() => fromOpenAIMessages(bad)).toThrow(/"call_9".*"call_1"/);
+  });
+
+  it('throws a typed error on arguments that are not JSON', () => {
+    expect(() => fromOpenAIToolCall({ id: 'c', type: 'function', function: { name: 'f', arguments: '{oops' } })).toThrow(InvalidInputError);
+  });
+
+  it('turns a proposed OpenAI tool call into an action', () => {
+    expect(fromOpenAIToolCall({ id: 'c', type: 'function', function: { name: 'send_money', arguments: '{"amount":5}' } })).toEqual({ name: 'send_money', arguments: { amount: 5 } });
+  });
+});
+
+describe('Anthropic messages adapter', () => {
+  it('maps the system parameter, tool_use blocks and tool_result blocks (which become tool messages)', () => {
+    const out = fromAnthropicMessages(
+      [
+        { role: 'user', content: 'Book a flight to Paris' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Let me search.' },
+            { type: 'tool_use', id: 'tu_1', name: 'search_flights', input: { to: 'Paris' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'tu_1', content: [{ type: 'text', text: 'AA123 $450' }] },
+            { type: 'text', text: 'Pick the cheapest.' },
+          ],
+        },
+      ],
+      'You are helpful.',
+    );
+    expect(out).toEqual([
+      { role: 'system', content: 'You are helpful.' },
+      { role: 'user', content: 'Book a flight to Paris' },
+      { role: 'assistant', content: 'Let me search.', tool_calls: [{ name: 'search_flights', arguments: { to: 'Paris' } }] },
+      { role: 'tool', content: 'AA123 $450', tool_name: 'search_flights' },
+      { role: 'user', content: 'Pick the cheapest.' },
+    ]);
+  });
+
+  it('throws a typed error when a tool_result names an unknown tool_use_id', () => {
+    expect(() => fromAnthropicMessages([{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'nope', content: 'x' }] }])).toThrow(InvalidInputError);
+  });
+
+  it('turns a tool_use block into an action', () => {
+    expect(fromAnthropicToolUse({ type: 'tool_use', id: 't', name: 'book_flight', input: { flight_id: 'AA1742' } })).toEqual({
+      name: 'book_flight',
+      arguments: { flight_id: 'AA1742' },
+    });
+  });
+});
+
+describe('guard case parsing', () => {
+  it('accepts a dev.jsonl-shaped case, ignores extra fields and normalises its tools', () => {
+    const input = parseGuardInput({
+      id: 'adj-0',
+      label: 'benign',
+      messages: [
+        { role: 'user', content: 'Pay the bill' },
+        { role: 'tool', content: 'IBAN X', tool_name: 'read_file' },
+      ],
+      action: { name: 'send_money', arguments: { recipient: 'X', amount: null, tags: [] }, raw_text: '{"name": "send_money"}' },
+      untrusted_tools: ['read_file'],
+      tools: [{ type: 'function', function: { name: 'send_money', description: 'd', parameters: SCHEMA } }],
+    });
+    expect(Object.keys(input).sort()).toEqual(['action', 'messages', 'tools', 'untrusted_tools']);
+    expect(input.tools?.[0]).toEqual({ name: 'send_money', description: 'd', parameters: SCHEMA });
+    expect(input.action.arguments).toEqual({ recipient: 'X', amount: null, tags: [] });
+  });
+
+  it('rejects an unknown role with a message listing the allowed roles', () => {
+    expect(() => parseGuardInput({ messages: [{ role: 'bot', content: '' }], action: { name: 'f', arguments: {} } })).toThrow(/"bot".*"system", "user", "assistant", "tool"/);
+  });
+
+  it('rejects non-JSON argument values such as Infinity', () => {
+    expect(() => parseGuardInput({ messages: [], action: { name: 'f', arguments: { x: Number.POSITIVE_INFINITY } } })).toThrow(InvalidInputError);
+  });
+});

@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_GUARD_OPTIONS,
+  InvalidOptionsError,
+  mergeOptions,
+  optionsFromEnv,
+  resolveOptions,
+  resolveOptionSources,
+  type GuardOptions,
+} from '../../src/core/index.js';
+
+describe('resolveOptions', () => {
+  it('fills the documented defaults', () => {
+    const o = resolveOptions();
+    expect(o).toEqual(DEFAULT_GUARD_OPTIONS);
+    expect(o.tau).toBe(0);
+    expect(o.rule).toBe('causalarmor');
+    expect(o.userRequest).toBe('all');
+    expect(o.untrustedTools).toBeNull();
+    expect(o.privilegedTools).toBeNull();
+    expect(o.maskCotForScoring).toBe(true);
+    expect(o.cotRedactionText).toBe('[Reasoning redacted]');
+    expect(o.actionText).toBe('template');
+    expect(o.onError).toBe('block');
+    expect(o.defense.maxRegenerations).toBe(2);
+  });
+
+  it('keeps the defaults object frozen', () => {
+    expect(Object.isFrozen(DEFAULT_GUARD_OPTIONS)).toBe(true);
+    expect(Object.isFrozen(DEFAULT_GUARD_OPTIONS.defense)).toBe(true);
+  });
+
+  it('never mutates its input and returns data that survives structuredClone', () => {
+    const input: GuardOptions = { tau: 0.5, trustedTools: ['a', 'a'], defense: { maxRegenerations: 0 } };
+    const snapshot = structuredClone(input);
+    const resolved = resolveOptions(input);
+    expect(input).toEqual(snapshot);
+    expect(structuredClone(resolved)).toEqual(resolved);
+    expect(resolved.trustedTools).toEqual(['a']);
+    expect(resolved.defense.maxRegenerations).toBe(0);
+  });
+
+  it('rejects both untrustedTools and trustedTools at once', () => {
+    expect(() => resolveOptions({ untrustedTools: ['a'], trustedTools: ['b'] })).toThrow(InvalidOptionsError);
+  });
+
+  it('rejects an empty untrustedTools list instead of silently trusting everything', () => {
+    expect(() => resolveOptions({ untrustedTools: [] })).toThrow(/empty list/);
+  });
+
+  it('says what was received and what is allowed', () => {
+    expect(() => resolveOptions({ rule: 'magic' as never })).toThrow('Invalid option rule: received "magic"; allowed: "causalarmor" | "edgearmor".');
+    expect(() => resolveOptions({ tau: Number.NaN })).toThrow(/tau: received NaN; allowed: a finite number/);
+    expect(() => resolveOptions({ timeoutMs: -1 })).toThrow(/timeoutMs.*integer >= 1/);
+    expect(() => resolveOptions({ defense: { maxRegenerations: 1.5 } })).toThrow(/defense.maxRegenerations/);
+  });
+
+  it('rejects unknown option names and lists the known ones', () => {
+    expect(() => resolveOptions({ margin_tau: 1 } as never)).toThrow(/Unknown option margin_tau; known options are tau, rule/);
+  });
+});
+
+describe('optionsFromEnv', () => {
+  it('parses EDGEARMOR_* variables', () => {
+    expect(
+      optionsFromEnv({
+        EDGEARMOR_TAU: '0.5',
+        EDGEARMOR_MASK_COT_FOR_SCORING: 'false',
+        EDGEARMOR_UNTRUSTED_TOOLS: 'read_file, get_webpage',
+        EDGEARMOR_MAX_REGENERATIONS: '3',
+        EDGEARMOR_RULE: 'edgearmor',
+      }),
+    ).toEqual({ tau: 0.5, maskCotForScoring: false, untrustedTools: ['read_file', 'get_webpage'], defense: { maxRegenerations: 3 }, rule: 'edgearmor' });
+  });
+
+  it('accepts the seeds CAUSAL_ARMOR_* names as aliases', () => {
+    expect(optionsFromEnv({ CAUSAL_ARMOR_MASK_COT_FOR_SCORING: 'false', CAUSAL_ARMOR_MARGIN_TAU: '1', CAUSAL_ARMOR_ENABLE_SANITIZATION: '0' })).toEqual({
+      maskCotForScoring: false,
+      tau: 1,
+      defense: { sanitize: false },
+    });
+  });
+
+  it('lets an EDGEARMOR_ variable win over its CAUSAL_ARMOR_ alias', () => {
+    expect(optionsFromEnv({ CAUSAL_ARMOR_TAU: '2', EDGEARMOR_TAU: '0.25' })).toEqual({ tau: 0.25 });
+  });
+
+  it('ignores unset and empty variables', () => {
+    expect(optionsFromEnv({ EDGEARMOR_TAU: '', PATH: '/bin' })).toEqual({});
+  });
+
+  it('names the variable when a value does not parse', () => {
+    expect(() => optionsFromEnv({ EDGEARMOR_MASK_COT_FOR_SCORING: 'maybe' })).toThrow(/EDGEARMOR_MASK_COT_FOR_SCORING: received "maybe"/);
+    expect(() => optionsFromEnv({ EDGEARMOR_TAU: 'abc' })).toThrow(InvalidOptionsError);
+  });
+});
+
+describe('option precedence', () => {
+  it('takes flags over environment over config file over defaults, merging nested groups key by key', () => {
+    const resolved = resolveOptionSources({
+      flags: { tau: 3 },
+      env: { EDGEARMOR_TAU: '2', EDGEARMOR_ON_ERROR: 'allow', EDGEARMOR_MAX_REGENERATIONS: '5' },
+      config: { tau: 1, onError: 'block', userRequest: 'last', defense: { sanitize: false, maxRegenerations: 1 } },
+    });
+    expect(resolved.tau).toBe(3);
+    expect(resolved.onError).toBe('allow');
+    expect(resolved.userRequest).toBe('last');
+    expect(resolved.defense).toMatchObject({ sanitize: false, maxRegenerations: 5 });
+    expect(resolved.maskCotForScoring).toBe(true);
+  });
+
+  it('lets a higher layer that sets one trust list replace the other list from a lower layer', () => {
+    const merged = mergeOptions({ untrustedTools: ['read_file'] }, { trustedTools: ['get_balance'] });
+    expect(merged).toEqual({ untrustedTools: ['read_file'] });
+    expect(() => resolveOptions(merged)).not.toThrow();
+  });
+
+  it('never lets an undefined value override a lower layer', () => {
+    expect(mergeOptions({ tau: undefined }, { tau: 1 })).toEqual({ tau: 1 });
+  });
+});
