@@ -19,8 +19,11 @@ Format (all numbers plain JSON; float32 values rounded to 7 decimals, log-probs/
               "values": [[logits[p1][0:64]], [logits[p2][0:64]]] },   # raw logits, first 64 vocab entries
   "attentions": { "rows": 3,                # softmax rows of the last 3 query positions, every layer/head
                   "per_sequence": [ { "key_start": s,     # keys s..total-1 kept (s = 0 unless truncated)
-                                      "values": [layer][head][row][key - s] } ] }
-}
+                                      "values": [layer][head][row][key - s] } ] },
+  "q4_reference": {                         # the same forward with every quantized weight replaced by
+     "quantizer": "model/quantize.py",      # dequant(quantize(W)) exactly as quantize.py packs it (the
+     "next_token_logprobs": [[...], ...] }  # embedding Gather stays fp32, the tied lm_head is dequantized):
+}                                           # what model_q4.onnx must compute up to activation rounding
 Attention rows are truncated to their last keys only when the file would otherwise grow large
 (--max-attn-floats); key_start says where the kept part starts.
 
@@ -43,6 +46,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_onnx import load  # noqa: E402
+from quantize import dequantize_reference, quantize_weight  # noqa: E402
 
 TEXTS = [
     "The user asked to book the cheapest flight from Paris to Berlin on Friday. search_flights returned "
@@ -78,8 +82,35 @@ def make_sequences(run_dir: str, vocab: int) -> list[list[int]]:
     return seqs
 
 
+def q4_roundtrip(w: torch.Tensor) -> torch.Tensor:
+    """dequant(quantize(W)) for a torch Linear weight W [N, K], via model/quantize.py's own code."""
+    packed, scales, zpp, _ = quantize_weight(w.detach().numpy())
+    return torch.from_numpy(dequantize_reference(packed, scales, zpp, w.shape[1]))
+
+
+def q4_logits(model, ids: list[int]) -> torch.Tensor:
+    """Forward of one unpadded sequence with q4-roundtripped projection weights and lm_head."""
+    import copy
+    qm = copy.deepcopy(model)
+    with torch.no_grad():
+        for name, mod in qm.named_modules():
+            if isinstance(mod, torch.nn.Linear):
+                mod.weight.copy_(q4_roundtrip(mod.weight))
+        lm_head = q4_roundtrip(qm.embed_tokens.weight)  # tied: the Gather keeps fp32, the lm_head does not
+        inp = torch.tensor([ids])
+        mask = torch.ones_like(inp)
+        pos = torch.arange(len(ids)).unsqueeze(0)
+        x = qm.embed_tokens(inp)
+        from proxy_model import rope_cos_sin
+        cos, sin = rope_cos_sin(pos, qm.cfg.head_dim, qm.cfg.rope_theta)
+        bias = qm.mask_bias(mask, len(ids))
+        for layer in qm.layers:
+            x, _, _, _ = layer(x, cos, sin, bias)
+        return torch.nn.functional.linear(qm.norm(x), lm_head)[0]
+
+
 def forward(model, ids: list[list[int]], pad_id: int):
-    """Left-pads ids into one batch; returns logits [b, s, V], attentions (list of [b, H, R, s]), lengths."""
+    """Left-pads ids into one batch; returns logits [b, s, V] and attentions (list of [b, H, R, s])."""
     s = max(len(x) for x in ids)
     inp = torch.full((len(ids), s), pad_id, dtype=torch.long)
     mask = torch.zeros((len(ids), s), dtype=torch.long)
@@ -142,6 +173,14 @@ def main():
                    "values": [r(logits0[p, :64], 6) for p in lpos]},
         "attentions": {"rows": ATTN_ROWS, "per_sequence": attentions},
     }
+    q4_lp, q4_worst = [], 0.0
+    for seq, nt in zip(seqs, next_token):
+        lp = torch.log_softmax(q4_logits(model, seq).double(), dim=-1)
+        vals = r([lp[p, t] for p, t in zip(nt["positions"], nt["targets"])], 6)
+        q4_worst = max(q4_worst, max(abs(a - b) for a, b in zip(vals, nt["logprobs"])))
+        q4_lp.append(vals)
+    golden["q4_reference"] = {"quantizer": "model/quantize.py", "next_token_logprobs": q4_lp}
+    print(f"pytorch: q4-roundtripped weights vs fp32, max |log-prob diff| {q4_worst:.4f}")
 
     # Self-check: the left-padded batch must reproduce the unbatched values.
     blogits, battn = forward(model, seqs, cfg.pad_token_id)
