@@ -99,9 +99,12 @@ class Attention(nn.Module):
             v = torch.cat([past_v, v], dim=2)
         present_k, present_v = k, v
         if kv != h:
+            # Same as repeat_interleave(rep, dim=1), written as unsqueeze/expand/reshape: torch 1.13 exports
+            # repeat_interleave with the trace's batch and length baked in, which breaks dynamic shapes.
             rep = h // kv
-            k = k.repeat_interleave(rep, dim=1)
-            v = v.repeat_interleave(rep, dim=1)
+            t = k.shape[2]
+            k = k.unsqueeze(2).expand(b, kv, rep, t, hd).reshape(b, h, t, hd)
+            v = v.unsqueeze(2).expand(b, kv, rep, t, hd).reshape(b, h, t, hd)
         scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hd) + mask_bias
         probs = torch.softmax(scores, dim=-1)
         out = torch.matmul(probs, v).transpose(1, 2).reshape(b, s, h * hd)
