@@ -1,0 +1,57 @@
+/**
+ * The guard's public interface, shared by the in-process guard (Node, or inside the worker) and the
+ * worker client, so callers cannot tell where inference runs.
+ */
+import type { DefenseCallbacks, DefenseResult } from './defense.js';
+import type { Verdict } from './verdict.js';
+
+/** Inference backend names as reported in statuses and verdicts. */
+export type BackendName = 'node' | 'wasm' | 'webgpu';
+
+/** Where the guard is in its life. */
+export type GuardState = 'loading' | 'ready' | 'failed' | 'disposed';
+
+/** What the guard runs on, and why. */
+export interface GuardStatus {
+  state: GuardState;
+  /** The backend in use, once chosen. */
+  backend: BackendName | null;
+  /** Why a preferred backend was not used (e.g. "WebGPU: navigator.gpu.requestAdapter() returned null"). */
+  fallbackReason: string | null;
+  model: string | null;
+  /** The model file variant in use ('q4' or 'fp32'). */
+  variant: string | null;
+  maxContextTokens: number | null;
+  /** Whether the model exposes attention rows (MindGuard). */
+  attention: boolean;
+}
+
+/** Model loading progress, as a discriminated union. */
+export type GuardProgress =
+  | { type: 'file'; file: string; loadedBytes: number; totalBytes: number | null; fromCache: boolean }
+  | { type: 'verified'; file: string; bytes: number }
+  | { type: 'session'; backend: BackendName }
+  | { type: 'ready'; status: GuardStatus };
+
+/** Per-call options. */
+export interface CheckOptions {
+  /** Cancels the call: it rejects with GuardAbortedError (code 'aborted'). */
+  signal?: AbortSignal;
+}
+
+/** The caller's side of `defend`: the agent regenerates; the guard sanitises and re-checks. */
+export type DefendCallbacks = Omit<DefenseCallbacks, 'check' | 'signal'>;
+
+/** A running guard: check proposed tool calls, defend against flagged ones. */
+export interface Guard {
+  /** Resolves when the model is loaded and verified; rejects with the typed load error. */
+  readonly ready: Promise<GuardStatus>;
+  /** The current status. */
+  status(): Promise<GuardStatus>;
+  /** Checks one proposed call; a detected injection is a verdict, never an exception. */
+  check(input: unknown, options?: CheckOptions): Promise<Verdict>;
+  /** Checks, and when spans are flagged sanitises them (the local attribution-guided redactor unless a sanitizer is given), regenerates and re-checks. */
+  defend(input: unknown, callbacks: DefendCallbacks, options?: CheckOptions): Promise<DefenseResult>;
+  /** Releases the model; later calls reject with DisposedError. */
+  dispose(): Promise<void>;
+}

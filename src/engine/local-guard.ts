@@ -1,0 +1,217 @@
+/**
+ * The in-process guard: core + engine in one place. Node uses it directly; the worker exposes the
+ * same service over Comlink. Inference calls are serialised (one onnxruntime session, one run at a
+ * time); validation happens before any model work, so bad input fails fast even while loading.
+ */
+import { parseGuardInput } from '../core/adapters.js';
+import { attributeWithOptions } from '../core/attribution.js';
+import { buildContext, type StructuredContext } from '../core/context.js';
+import { createLocalRedactor, runDefense, type DefenseResult, type SanitizeRequest, type SentenceRange } from '../core/defense.js';
+import { DisposedError, GuardAbortedError, GuardTimeoutError, isEdgeArmorError } from '../core/errors.js';
+import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus } from '../core/guard-api.js';
+import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
+import { buildVariants } from '../core/variants.js';
+import { failureVerdict, modelVerdict, preflightVerdict, type Verdict } from '../core/verdict.js';
+import { createEngine, type ProxyEngine } from './engine.js';
+import { loadModelFiles, type FileReader, type ModelVariant } from './model-files.js';
+import type { Backend } from './ort-session.js';
+
+/** Where and how the in-process guard runs its model. */
+export interface LocalGuardRuntime {
+  /** Reads the model's files (integrity-checked against its manifest). */
+  reader: FileReader;
+  /** Backends to try, in order; the first that loads is used and the others' failures are reported. */
+  backends: readonly Backend[];
+  /** Why earlier preferred backends were skipped before loading (e.g. no WebGPU adapter). */
+  fallbackReason?: string | null;
+  /** @defaultValue 'q4' */
+  variant?: ModelVariant;
+  wasmThreads?: number;
+  wasmPaths?: string | Record<string, string>;
+  /** @defaultValue 8192 */
+  maxBatchTokens?: number;
+  onProgress?: (event: GuardProgress) => void;
+}
+
+/** The guard service: Guard plus the sentence scorer the local redactor needs. */
+export interface LocalGuard extends Guard {
+  /** Log-prob deltas of the action when each sentence of one message is removed (normalised by action tokens). */
+  scoreSentenceAblations(input: unknown, messageIndex: number, ablatedTexts: string[]): Promise<number[]>;
+}
+
+function now(): number {
+  return globalThis.performance?.now() ?? Date.now();
+}
+
+/** Creates a guard that runs the model in this thread. */
+export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRuntime): LocalGuard {
+  const resolved: ResolvedGuardOptions = resolveOptions(options);
+  const status: GuardStatus = {
+    state: 'loading',
+    backend: null,
+    fallbackReason: runtime.fallbackReason ?? null,
+    model: null,
+    variant: null,
+    maxContextTokens: null,
+    attention: false,
+  };
+  let disposed = false;
+  let queue: Promise<unknown> = Promise.resolve();
+  const serial = <T>(task: () => Promise<T>): Promise<T> => {
+    const run = queue.then(task, task);
+    queue = run.catch(() => undefined);
+    return run;
+  };
+
+  const ready: Promise<ProxyEngine> = (async () => {
+    const files = await loadModelFiles(runtime.reader, runtime.variant ?? 'q4', (file, bytes) =>
+      runtime.onProgress?.({ type: 'verified', file, bytes }),
+    );
+    const failures: string[] = [];
+    for (const backend of runtime.backends) {
+      try {
+        const engine = await createEngine(files, {
+          backend,
+          ...(runtime.wasmThreads !== undefined ? { wasmThreads: runtime.wasmThreads } : {}),
+          ...(runtime.wasmPaths !== undefined ? { wasmPaths: runtime.wasmPaths } : {}),
+          ...(runtime.maxBatchTokens !== undefined ? { maxBatchTokens: runtime.maxBatchTokens } : {}),
+        });
+        if (failures.length > 0) status.fallbackReason = [status.fallbackReason, ...failures].filter(Boolean).join('; ');
+        Object.assign(status, {
+          state: 'ready',
+          backend,
+          model: engine.info.model,
+          variant: engine.info.variant,
+          maxContextTokens: engine.info.maxContextTokens,
+          attention: engine.info.attention,
+        } satisfies Partial<GuardStatus>);
+        runtime.onProgress?.({ type: 'session', backend });
+        runtime.onProgress?.({ type: 'ready', status: { ...status } });
+        return engine;
+      } catch (e) {
+        failures.push(`${backend}: ${(e as Error).message}`);
+        if (backend === runtime.backends[runtime.backends.length - 1]) throw e;
+      }
+    }
+    throw new Error('no backend to load the model on');
+  })();
+  ready.catch(() => {
+    status.state = 'failed';
+  });
+
+  const readyStatus = ready.then(() => ({ ...status }));
+  readyStatus.catch(() => undefined);
+
+  function guardAlive(): void {
+    if (disposed) throw new DisposedError('the guard was disposed; create a new one');
+  }
+
+  async function withDeadline<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let onAbort: (() => void) | undefined;
+    const stop = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new GuardTimeoutError(`the check took longer than timeoutMs = ${resolved.timeoutMs}`, { timeoutMs: resolved.timeoutMs })),
+        resolved.timeoutMs,
+      );
+      if (signal) {
+        onAbort = () => reject(new GuardAbortedError('the check was aborted by the caller'));
+        if (signal.aborted) onAbort();
+        else signal.addEventListener('abort', onAbort, { once: true });
+      }
+    });
+    try {
+      return await Promise.race([work, stop]);
+    } finally {
+      clearTimeout(timer);
+      if (signal && onAbort) signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async function score(context: StructuredContext, signal: AbortSignal | undefined): Promise<Verdict> {
+    const t0 = now();
+    const engine = await ready;
+    const tLoaded = now();
+    const variants = buildVariants(context);
+    const scores = await serial(() =>
+      engine.score({ context, variants, actionText: resolved.actionText, withAttention: false, ...(signal ? { signal } : {}) }),
+    );
+    const tScored = now();
+    const attribution = attributeWithOptions({ spans: context.spans, variants, logProbs: scores.logProbs, parts: scores.parts }, resolved);
+    return modelVerdict(attribution, {
+      backend: engine.info.backend,
+      proxy: engine.info.model,
+      timings: { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded, attributionMs: now() - tScored },
+    });
+  }
+
+  async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
+    guardAlive();
+    // Invalid input is the caller's bug, not a guard failure: it throws a typed error before any model work.
+    const input = parseGuardInput(raw);
+    const context = buildContext(input, resolved);
+    const pre = preflightVerdict(context);
+    if (pre) return pre;
+    try {
+      return await withDeadline(score(context, opts.signal), opts.signal);
+    } catch (error) {
+      if (isEdgeArmorError(error) && error.code === 'aborted') throw error;
+      if (opts.signal?.aborted) throw new GuardAbortedError('the check was aborted by the caller');
+      return failureVerdict(error, resolved, context.privileged, { ...(status.backend ? { backend: status.backend } : {}) });
+    }
+  }
+
+  async function scoreSentenceAblations(raw: unknown, messageIndex: number, ablatedTexts: string[]): Promise<number[]> {
+    guardAlive();
+    const input = parseGuardInput(raw);
+    const context = buildContext(input, resolved);
+    const engine = await ready;
+    const variants = buildVariants(context).filter((v) => v.kind === 'full');
+    const replacements = ablatedTexts.map((content, i) => ({ id: `sentence:${i}`, messageIndex, content }));
+    const scores = await serial(() => engine.score({ context, variants, actionText: resolved.actionText, withAttention: false, replacements }));
+    const full = scores.logProbs.get('full')!;
+    const sum = (xs: Float64Array) => xs.reduce((a, b) => a + b, 0);
+    return replacements.map((r) => (sum(full) - sum(scores.logProbs.get(r.id)!)) / full.length);
+  }
+
+  const guard: LocalGuard = {
+    ready: readyStatus,
+    status: async () => ({ ...status }),
+    check,
+    scoreSentenceAblations,
+    async defend(raw: unknown, callbacks: DefendCallbacks, opts: CheckOptions = {}): Promise<DefenseResult> {
+      return defendWith(guard, resolved, raw, callbacks, opts);
+    },
+    async dispose() {
+      if (disposed) return;
+      disposed = true;
+      status.state = 'disposed';
+      const engine = await ready.catch(() => null);
+      await engine?.dispose();
+    },
+  };
+  return guard;
+}
+
+/** Runs check + defense for any guard that can score sentence ablations (in-process or worker client). */
+export async function defendWith(
+  guard: Pick<LocalGuard, 'check' | 'scoreSentenceAblations'>,
+  resolved: ResolvedGuardOptions,
+  raw: unknown,
+  callbacks: DefendCallbacks,
+  opts: CheckOptions = {},
+): Promise<DefenseResult> {
+  const input = parseGuardInput(raw);
+  const verdict = await guard.check(input, opts);
+  const localRedactor = createLocalRedactor(
+    (request: SanitizeRequest, ablated: string[], _ranges: SentenceRange[]) =>
+      guard.scoreSentenceAblations({ ...input, messages: request.messages, action: request.action }, request.span.messageIndex, ablated),
+    resolved.defense,
+  );
+  return runDefense(input, verdict, resolved, {
+    sanitize: callbacks.sanitize ?? localRedactor,
+    regenerate: callbacks.regenerate,
+    check: (next) => guard.check(next, opts),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
+}

@@ -1,0 +1,98 @@
+/**
+ * Model files: the manifest, SHA-256 integrity checks, and the parsed files the engine needs.
+ *
+ * Every byte is checked against the model's manifest.json before it is used: a tampered or
+ * truncated file refuses to load. Reading bytes is the caller's (a Node directory reader, or the
+ * browser's fetch + Cache Storage), so this module runs in both.
+ */
+import { IntegrityError, ModelLoadError } from '../core/errors.js';
+
+/** manifest.json: every file of a model directory with its SHA-256 and size. */
+export interface ModelManifest {
+  model: string;
+  files: Record<string, { sha256: string; size: number }>;
+}
+
+/** Reads one file of a model by its path relative to the model directory. */
+export type FileReader = (relativePath: string) => Promise<Uint8Array>;
+
+/** Model precision variants, by file. */
+export type ModelVariant = 'fp32' | 'q4';
+
+/** onnx file of each variant, in the transformers.js layout. */
+export const VARIANT_FILES: Readonly<Record<ModelVariant, string>> = Object.freeze({
+  fp32: 'onnx/model.onnx',
+  q4: 'onnx/model_q4.onnx',
+});
+
+/** The loaded, verified files of a model. */
+export interface ModelFiles {
+  manifest: ModelManifest;
+  config: Record<string, unknown>;
+  tokenizerJson: Record<string, unknown>;
+  tokenizerConfig: Record<string, unknown>;
+  onnx: Uint8Array;
+  variant: ModelVariant;
+}
+
+/** Hex SHA-256 of bytes (WebCrypto: in browsers, workers and Node 20). */
+export async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = await globalThis.crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** Checks bytes against the manifest entry of `path`; throws IntegrityError on any difference. */
+export async function verifyFile(manifest: ModelManifest, path: string, bytes: Uint8Array): Promise<void> {
+  const entry = manifest.files[path];
+  if (!entry) {
+    throw new IntegrityError(`model file "${path}" is not listed in manifest.json: refusing to use an unverified file`, {
+      file: path,
+    });
+  }
+  if (bytes.byteLength !== entry.size) {
+    throw new IntegrityError(
+      `model file "${path}" has ${bytes.byteLength} bytes, the manifest says ${entry.size}: the file is truncated or was modified, which may indicate tampering`,
+      { file: path, expectedSize: entry.size, actualSize: bytes.byteLength },
+    );
+  }
+  const actual = await sha256Hex(bytes);
+  if (actual !== entry.sha256) {
+    throw new IntegrityError(
+      `model file hash mismatch for "${path}": expected sha256 ${entry.sha256}, got ${actual}; this may indicate tampering`,
+      { file: path, expected: entry.sha256, actual },
+    );
+  }
+}
+
+function parseJson(path: string, bytes: Uint8Array): Record<string, unknown> {
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
+  } catch (e) {
+    throw new ModelLoadError(`model file "${path}" is not valid JSON: ${(e as Error).message}`, { file: path });
+  }
+}
+
+/** Reads, verifies and parses the files of a model; `onFile` reports each verified file. */
+export async function loadModelFiles(
+  read: FileReader,
+  variant: ModelVariant,
+  onFile?: (path: string, bytes: number) => void,
+): Promise<ModelFiles> {
+  const manifest = parseJson('manifest.json', await read('manifest.json')) as unknown as ModelManifest;
+  if (typeof manifest.files !== 'object' || manifest.files === null) {
+    throw new ModelLoadError('manifest.json has no "files" map of {sha256, size} entries', {});
+  }
+  const get = async (path: string): Promise<Uint8Array> => {
+    const bytes = await read(path);
+    await verifyFile(manifest, path, bytes);
+    onFile?.(path, bytes.byteLength);
+    return bytes;
+  };
+  const [config, tokenizerJson, tokenizerConfig, onnx] = await Promise.all([
+    get('config.json').then((b) => parseJson('config.json', b)),
+    get('tokenizer.json').then((b) => parseJson('tokenizer.json', b)),
+    get('tokenizer_config.json').then((b) => parseJson('tokenizer_config.json', b)),
+    get(VARIANT_FILES[variant]),
+  ]);
+  return { manifest, config, tokenizerJson, tokenizerConfig, onnx, variant };
+}

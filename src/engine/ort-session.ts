@@ -1,0 +1,71 @@
+/**
+ * The one place that touches onnxruntime: creating a session on a backend and running it.
+ *
+ * onnxruntime-node (native CPU) in Node, onnxruntime-web (wasm, or webgpu) in browsers and as
+ * Node's fallback. Both share onnxruntime-common's API, so the scorer sees one interface.
+ */
+import type { InferenceSession, Tensor } from 'onnxruntime-web';
+
+/** Where inference runs. */
+export type Backend = 'node' | 'wasm' | 'webgpu';
+
+/** The part of onnxruntime's module the engine uses. */
+export interface OrtModule {
+  InferenceSession: { create(model: Uint8Array, options?: InferenceSession.SessionOptions): Promise<InferenceSession> };
+  Tensor: new (type: 'int64' | 'float32', data: BigInt64Array | Float32Array, dims: readonly number[]) => Tensor;
+  env: { wasm: { numThreads?: number; wasmPaths?: unknown; proxy?: boolean } };
+}
+
+/** A loaded model on one backend. */
+export interface OrtSession {
+  readonly backend: Backend;
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  run(feeds: Record<string, Tensor>): Promise<Record<string, Tensor>>;
+  makeInt64(data: BigInt64Array, dims: readonly number[]): Tensor;
+  makeFloat32(data: Float32Array, dims: readonly number[]): Tensor;
+  release(): Promise<void>;
+}
+
+/** Options for {@link createOrtSession}. */
+export interface OrtSessionOptions {
+  backend: Backend;
+  /** wasm threads; onnxruntime-web's default when undefined. */
+  wasmThreads?: number;
+  /** Where onnxruntime-web finds its .wasm files (served by the app itself, never a CDN). */
+  wasmPaths?: string | Record<string, string>;
+}
+
+async function importOrt(backend: Backend): Promise<OrtModule> {
+  // Import by backend so a browser bundle never pulls in the native binding and Node never the GPU build.
+  switch (backend) {
+    case 'node':
+      return (await import('onnxruntime-node')) as unknown as OrtModule;
+    case 'wasm':
+      return (await import('onnxruntime-web')) as unknown as OrtModule;
+    case 'webgpu':
+      return (await import('onnxruntime-web/webgpu')) as unknown as OrtModule;
+  }
+}
+
+/** Creates an onnxruntime session for model bytes on the given backend. */
+export async function createOrtSession(model: Uint8Array, options: OrtSessionOptions): Promise<OrtSession> {
+  const ort = await importOrt(options.backend);
+  if (options.backend !== 'node') {
+    if (options.wasmThreads !== undefined) ort.env.wasm.numThreads = options.wasmThreads;
+    if (options.wasmPaths !== undefined) ort.env.wasm.wasmPaths = options.wasmPaths;
+  }
+  const session = await ort.InferenceSession.create(model, {
+    executionProviders: [options.backend === 'node' ? 'cpu' : options.backend],
+    graphOptimizationLevel: 'all',
+  });
+  return {
+    backend: options.backend,
+    inputNames: session.inputNames,
+    outputNames: session.outputNames,
+    run: (feeds) => session.run(feeds) as Promise<Record<string, Tensor>>,
+    makeInt64: (data, dims) => new ort.Tensor('int64', data, dims),
+    makeFloat32: (data, dims) => new ort.Tensor('float32', data, dims),
+    release: () => session.release(),
+  };
+}

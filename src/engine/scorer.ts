@@ -1,0 +1,177 @@
+/**
+ * Batched teacher-forced scoring: the log-probability of each action token under each context.
+ *
+ * Sequences are left-padded so every row ends with its action, which lets one `num_logits_to_keep`
+ * serve the whole batch: only the action positions' logits are materialised, and log-softmax runs
+ * on those rows alone. Micro-batches are sized to a token budget so memory stays bounded whatever
+ * the number of variants.
+ */
+import type { Tensor } from 'onnxruntime-web';
+import type { OrtSession } from './ort-session.js';
+
+/** Model dimensions the scorer needs, from config.json. */
+export interface ModelDims {
+  numLayers: number;
+  numKeyValueHeads: number;
+  headDim: number;
+  numHeads: number;
+  vocabSize: number;
+  padTokenId: number;
+}
+
+/** One sequence to score: the context ids and the action ids that follow them. */
+export interface ScoreSequence {
+  context: readonly number[];
+  action: readonly number[];
+  /** Return the attention rows of this sequence's action tokens (needs the attention extension). */
+  withAttention?: boolean;
+}
+
+/** Attention rows from the action tokens to every position of their sequence. */
+export interface ActionAttention {
+  /** [layers][heads][rows][cols], rows = action tokens, cols = context + action positions. */
+  data: Float32Array;
+  dims: { layers: number; heads: number; rows: number; cols: number };
+}
+
+/** Per sequence: one log-prob per action token, and attention rows when asked. */
+export interface ScoreResult {
+  tokenLogProbs: Float64Array;
+  attention?: ActionAttention;
+}
+
+/** Options for {@link scoreSequences}. */
+export interface ScoreOptions {
+  /** Upper bound on padded tokens (rows x length) per forward pass. @defaultValue 8192 */
+  maxBatchTokens?: number;
+  signal?: AbortSignal;
+}
+
+function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number, target: number): number {
+  let max = -Infinity;
+  for (let i = 0; i < vocab; i++) {
+    const v = logits[offset + i]!;
+    if (v > max) max = v;
+  }
+  let sum = 0;
+  for (let i = 0; i < vocab; i++) sum += Math.exp(logits[offset + i]! - max);
+  return logits[offset + target]! - max - Math.log(sum);
+}
+
+/** Groups sequence indexes (sorted by length) into micro-batches under the token budget. */
+export function planBatches(lengths: readonly number[], maxBatchTokens: number): number[][] {
+  const order = lengths.map((_, i) => i).sort((a, b) => lengths[a]! - lengths[b]!);
+  const batches: number[][] = [];
+  let cur: number[] = [];
+  let curMax = 0;
+  for (const i of order) {
+    const n = lengths[i]!;
+    if (cur.length > 0 && Math.max(curMax, n) * (cur.length + 1) > maxBatchTokens) {
+      batches.push(cur);
+      cur = [];
+      curMax = 0;
+    }
+    cur.push(i);
+    curMax = Math.max(curMax, n);
+  }
+  if (cur.length > 0) batches.push(cur);
+  return batches;
+}
+
+/** Scores every sequence; results come back in input order. */
+export async function scoreSequences(
+  session: OrtSession,
+  dims: ModelDims,
+  sequences: readonly ScoreSequence[],
+  options: ScoreOptions = {},
+): Promise<ScoreResult[]> {
+  const maxBatchTokens = options.maxBatchTokens ?? 8192;
+  const results = new Array<ScoreResult>(sequences.length);
+  const lengths = sequences.map((s) => s.context.length + s.action.length);
+  for (const batch of planBatches(lengths, maxBatchTokens)) {
+    options.signal?.throwIfAborted();
+    const out = await runBatch(session, dims, batch.map((i) => sequences[i]!));
+    batch.forEach((i, k) => (results[i] = out[k]!));
+  }
+  return results;
+}
+
+async function runBatch(session: OrtSession, dims: ModelDims, seqs: readonly ScoreSequence[]): Promise<ScoreResult[]> {
+  const b = seqs.length;
+  const T = Math.max(...seqs.map((s) => s.context.length + s.action.length));
+  // One extra row: the logits at the last context position predict the first action token.
+  const keep = Math.max(...seqs.map((s) => s.action.length)) + 1;
+  const rows = seqs.some((s) => s.withAttention) ? Math.max(...seqs.map((s) => s.action.length)) : 0;
+  const ids = new BigInt64Array(b * T).fill(BigInt(dims.padTokenId));
+  const mask = new BigInt64Array(b * T);
+  const pos = new BigInt64Array(b * T);
+  seqs.forEach((s, r) => {
+    const full = [...s.context, ...s.action];
+    const pad = T - full.length;
+    for (let j = 0; j < full.length; j++) {
+      ids[r * T + pad + j] = BigInt(full[j]!);
+      mask[r * T + pad + j] = 1n;
+      pos[r * T + pad + j] = BigInt(j);
+    }
+  });
+  const feeds: Record<string, Tensor> = {
+    input_ids: session.makeInt64(ids, [b, T]),
+    attention_mask: session.makeInt64(mask, [b, T]),
+    position_ids: session.makeInt64(pos, [b, T]),
+  };
+  if (session.inputNames.includes('num_logits_to_keep')) {
+    feeds['num_logits_to_keep'] = session.makeInt64(BigInt64Array.of(BigInt(keep)), []);
+  }
+  if (session.inputNames.includes('num_attention_rows')) {
+    feeds['num_attention_rows'] = session.makeInt64(BigInt64Array.of(BigInt(rows)), []);
+  }
+  const emptyPast = new Float32Array(0);
+  for (let l = 0; l < dims.numLayers; l++) {
+    for (const kv of ['key', 'value']) {
+      feeds[`past_key_values.${l}.${kv}`] = session.makeFloat32(emptyPast, [b, dims.numKeyValueHeads, 0, dims.headDim]);
+    }
+  }
+  const out = await session.run(feeds);
+  const logits = out['logits']!;
+  const logitData = logits.data as Float32Array;
+  const [, K, V] = logits.dims as [number, number, number];
+  return seqs.map((s, r) => {
+    const n = s.action.length;
+    const lp = new Float64Array(n);
+    for (let j = 0; j < n; j++) {
+      // Row K-1 predicts the token after the sequence; action token j is predicted by row K-1-n+j.
+      const row = K - 1 - n + j;
+      lp[j] = logSoftmaxAt(logitData, (r * K + row) * V, V, s.action[j]!);
+    }
+    const res: ScoreResult = { tokenLogProbs: lp };
+    if (s.withAttention && rows > 0) res.attention = sliceAttention(out, dims, r, rows, T, s);
+    return res;
+  });
+}
+
+function sliceAttention(
+  out: Record<string, Tensor>,
+  dims: ModelDims,
+  r: number,
+  rows: number,
+  T: number,
+  s: ScoreSequence,
+): ActionAttention {
+  const n = s.action.length;
+  const len = s.context.length + n;
+  const pad = T - len;
+  const data = new Float32Array(dims.numLayers * dims.numHeads * n * len);
+  for (let l = 0; l < dims.numLayers; l++) {
+    const att = out[`attentions.${l}`];
+    if (!att) throw new Error(`the model has no attentions.${l} output: attention needs the EdgeArmor export extension`);
+    const a = att.data as Float32Array;
+    for (let h = 0; h < dims.numHeads; h++) {
+      for (let i = 0; i < n; i++) {
+        const src = (((r * dims.numHeads + h) * rows + (rows - n + i)) * T) + pad;
+        const dst = ((l * dims.numHeads + h) * n + i) * len;
+        data.set(a.subarray(src, src + len), dst);
+      }
+    }
+  }
+  return { data, dims: { layers: dims.numLayers, heads: dims.numHeads, rows: n, cols: len } };
+}

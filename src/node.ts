@@ -1,0 +1,37 @@
+/**
+ * EdgeArmor for Node: the in-process guard on onnxruntime-node (onnxruntime-web wasm as fallback),
+ * loading the embedded model (or any model directory) from disk.
+ */
+import type { GuardOptions } from './core/options.js';
+import type { GuardProgress } from './core/guard-api.js';
+import { createLocalGuard, type LocalGuard } from './engine/local-guard.js';
+import { directoryReader, embeddedModelDir } from './engine/files-node.js';
+import type { ModelVariant } from './engine/model-files.js';
+import type { Backend } from './engine/ort-session.js';
+
+export { embeddedModelDir } from './engine/files-node.js';
+
+/** Options of {@link createNodeGuard}: the guard's options plus where and how to run the model. */
+export interface NodeGuardOptions extends GuardOptions {
+  /** A model directory in the transformers.js layout with a manifest.json. @defaultValue the embedded model */
+  modelDir?: string;
+  /** @defaultValue 'q4' */
+  modelVariant?: ModelVariant;
+  /** Backends to try in order. @defaultValue ['node', 'wasm'] */
+  backends?: Backend[];
+  /** Padded tokens per forward pass. @defaultValue 8192 */
+  maxBatchTokens?: number;
+  onProgress?: (event: GuardProgress) => void;
+}
+
+/** Creates a guard that runs in this Node process. */
+export function createNodeGuard(options: NodeGuardOptions = {}): LocalGuard {
+  const { modelDir, modelVariant, backends, maxBatchTokens, onProgress, ...guardOptions } = options;
+  return createLocalGuard(guardOptions, {
+    reader: directoryReader(modelDir ?? embeddedModelDir()),
+    backends: backends ?? ['node', 'wasm'],
+    ...(modelVariant ? { variant: modelVariant } : {}),
+    ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}),
+    ...(onProgress ? { onProgress } : {}),
+  });
+}
