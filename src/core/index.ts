@@ -8,3 +8,4 @@ export * from './variants.js';
 export * from './attribution.js';
 export * from './verdict.js';
 export * from './defense.js';
+export type * from './guard-api.js';

@@ -1,0 +1,9 @@
+/**
+ * EdgeArmor: an on-device guard for tool-using LLM agents. The pure core (types, options,
+ * attribution, verdicts, MindGuard) plus the in-process guard; `edgearmor/node` adds the Node
+ * entry with the embedded model, `edgearmor/worker` the Web Worker side.
+ */
+export * from './core/index.js';
+export * from './core/mindguard/index.js';
+export { createLocalGuard, defendWith, type LocalGuard, type LocalGuardRuntime } from './engine/local-guard.js';
+export type { FileReader, ModelManifest, ModelVariant } from './engine/model-files.js';

@@ -1,0 +1,147 @@
+/**
+ * The embedded model end to end in Node: tokenizer and chat template against the Python side,
+ * onnxruntime against PyTorch's leave-one-out log-probs, batching, and control-token safety.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseGuardInput } from '../../src/core/adapters.js';
+import { buildContext } from '../../src/core/context.js';
+import { resolveOptions } from '../../src/core/options.js';
+import { buildVariants } from '../../src/core/variants.js';
+import { encodeMessage, encodeActionCall } from '../../src/engine/chat-format.js';
+import { createEngine, type ProxyEngine } from '../../src/engine/engine.js';
+import { directoryReader, embeddedModelDir } from '../../src/engine/files-node.js';
+import { loadModelFiles, type ModelFiles } from '../../src/engine/model-files.js';
+import type { Backend } from '../../src/engine/ort-session.js';
+
+const MODEL_DIR = embeddedModelDir();
+const GOLDEN_PATH = 'test/fixtures/engine-golden.json';
+/** fp32 onnxruntime vs PyTorch, summed over an action's tokens. */
+const FP32_TOLERANCE = 1e-4;
+/** q4 vs fp32 PyTorch, per action token on average (measured max ~0.05 on the golden cases; headroom 4x). */
+const Q4_MEAN_TOLERANCE = 0.2;
+
+interface GoldenCase {
+  id: string;
+  messages: unknown[];
+  tools: unknown[] | null;
+  action: { name: string; arguments: unknown };
+  rendered: string;
+  ids: number[];
+  n_action: number;
+  log_probs: Record<string, number>;
+}
+
+const golden = existsSync(GOLDEN_PATH)
+  ? (JSON.parse(readFileSync(GOLDEN_PATH, 'utf8')) as { cases: GoldenCase[] }).cases
+  : [];
+
+const options = resolveOptions({});
+
+async function scoreGolden(engine: ProxyEngine, c: GoldenCase): Promise<Map<string, number>> {
+  const input = parseGuardInput({ messages: c.messages, action: c.action, ...(c.tools ? { tools: c.tools } : {}) });
+  const context = buildContext(input, options);
+  const variants = buildVariants(context);
+  const scores = await engine.score({ context, variants, actionText: 'template', withAttention: false });
+  return new Map([...scores.logProbs].map(([k, v]) => [k, v.reduce((a, b) => a + b, 0)]));
+}
+
+describe.skipIf(!existsSync(MODEL_DIR) || golden.length === 0)('the embedded proxy model', () => {
+  const files: Partial<Record<'fp32' | 'q4', ModelFiles>> = {};
+  beforeAll(async () => {
+    files.fp32 = await loadModelFiles(directoryReader(MODEL_DIR), 'fp32');
+    files.q4 = await loadModelFiles(directoryReader(MODEL_DIR), 'q4');
+  });
+
+  it('renders the chat template in transformers.js exactly as the Python training side does', async () => {
+    const engine = await createEngine(files.fp32!, { backend: 'node' });
+    for (const c of golden) {
+      const text = engine.tokenizer.renderChatTemplate(c.messages as never, c.tools ?? undefined);
+      expect(text).toBe(c.rendered);
+      expect(engine.tokenizer.encodeRendered(text)).toEqual(c.ids);
+    }
+    await engine.dispose();
+  });
+
+  it('encodes message by message to the same ids as the whole rendered template', async () => {
+    const engine = await createEngine(files.fp32!, { backend: 'node' });
+    const tok = engine.tokenizer;
+    for (const c of golden.filter((g) => !g.id.startsWith('adversarial'))) {
+      const input = parseGuardInput({ messages: c.messages, action: c.action });
+      const ids = [tok.controlId('<|bos|>'), ...input.messages.flatMap((m) => encodeMessage(tok, m))];
+      expect(ids).toEqual(tok.encodeRendered(tok.renderChatTemplate(c.messages as never)));
+    }
+    await engine.dispose();
+  });
+
+  it('never turns role markers or special-token strings inside a tool result into control tokens', async () => {
+    const engine = await createEngine(files.fp32!, { backend: 'node' });
+    const tok = engine.tokenizer;
+    for (const c of golden.filter((g) => g.id.startsWith('adversarial'))) {
+      const toolMessage = (c.messages as Array<{ role: string; content: string; tool_name?: string }>).find((m) => m.role === 'tool')!;
+      const textIds = tok.encodeText(toolMessage.content);
+      expect(textIds.some((id) => tok.isControlId(id))).toBe(false);
+      // The rendered-and-reencoded path WOULD produce control tokens: that is the pitfall the engine avoids.
+      expect(tok.encodeRendered(toolMessage.content).some((id) => tok.isControlId(id))).toBe(true);
+      const ids = encodeMessage(tok, { role: 'tool', content: toolMessage.content, tool_name: toolMessage.tool_name ?? '' });
+      expect(ids.filter((id) => tok.isControlId(id)).map((id) => tok.decode([id]))).toEqual(['<|tool|>', '<|result|>', '<|end|>']);
+      expect(tok.decode(textIds)).toBe(toolMessage.content);
+    }
+    await engine.dispose();
+  });
+
+  it('scores the same action token ids whatever the tool results contain', async () => {
+    const engine = await createEngine(files.fp32!, { backend: 'node' });
+    const clean = golden.find((g) => !g.id.startsWith('adversarial'))!;
+    const base = encodeActionCall(engine.tokenizer, clean.action.name, clean.action.arguments);
+    for (const c of golden.filter((g) => g.id.startsWith('adversarial'))) {
+      const input = parseGuardInput({ messages: c.messages, action: c.action });
+      const context = buildContext(input, options);
+      const scores = await engine.score({ context, variants: buildVariants(context), actionText: 'template', withAttention: false });
+      expect(scores.actionTokenIds).toEqual(base.ids);
+      expect(scores.logProbs.get('full')!.length).toBe(c.n_action);
+    }
+    await engine.dispose();
+  });
+
+  for (const backend of ['node', 'wasm'] as Backend[]) {
+    it(`reproduces PyTorch's leave-one-out log-probs on ${backend} with the fp32 model`, async () => {
+      const engine = await createEngine(files.fp32!, { backend, ...(backend === 'wasm' ? { wasmThreads: 1 } : {}) });
+      for (const c of golden) {
+        const got = await scoreGolden(engine, c);
+        expect([...got.keys()].sort()).toEqual(Object.keys(c.log_probs).sort());
+        for (const [variant, lp] of Object.entries(c.log_probs)) expect(Math.abs(got.get(variant)! - lp)).toBeLessThan(FP32_TOLERANCE);
+      }
+      await engine.dispose();
+    });
+  }
+
+  it('keeps the q4 model within its stated bound of PyTorch fp32', async () => {
+    const engine = await createEngine(files.q4!, { backend: 'node' });
+    for (const c of golden) {
+      const got = await scoreGolden(engine, c);
+      for (const [variant, lp] of Object.entries(c.log_probs)) {
+        expect(Math.abs(got.get(variant)! - lp) / c.n_action).toBeLessThan(Q4_MEAN_TOLERANCE);
+      }
+    }
+    await engine.dispose();
+  });
+
+  it('gives the same scores one variant per batch as all variants in one batch, in any order', async () => {
+    const one = await createEngine(files.fp32!, { backend: 'node', maxBatchTokens: 1 });
+    const all = await createEngine(files.fp32!, { backend: 'node', maxBatchTokens: 1 << 20 });
+    const c = golden[0]!;
+    const input = parseGuardInput({ messages: c.messages, action: c.action, ...(c.tools ? { tools: c.tools } : {}) });
+    const context = buildContext(input, options);
+    const variants = buildVariants(context);
+    const a = await one.score({ context, variants, actionText: 'template', withAttention: false });
+    const b = await all.score({ context, variants: [...variants].reverse(), actionText: 'template', withAttention: false });
+    for (const v of variants) {
+      const x = a.logProbs.get(v.id)!;
+      const y = b.logProbs.get(v.id)!;
+      x.forEach((lp, i) => expect(Math.abs(lp - y[i]!)).toBeLessThan(1e-4));
+    }
+    await one.dispose();
+    await all.dispose();
+  });
+});
