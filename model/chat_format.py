@@ -6,7 +6,7 @@ special tokens first gives exactly the segment-by-segment encoding; the TypeScri
 the same segments and never lets untrusted text produce a control token.
 
     <|bos|>
-    <|tool_def|>{"name": .., "description": .., "parameters": ..}<|end|>     one per registered tool
+    <|tool_def|>name(arg: type, opt?: type): description<|end|>             one per registered tool
     <|system|>TEXT<|end|>
     <|user|>TEXT<|end|>
     <|assistant|>TEXT<|call|>{"name": .., "arguments": ..}<|call|>..<|end|>
@@ -32,8 +32,14 @@ CHAT_TEMPLATE = (
     "{{- bos_token -}}"
     "{%- if tools -%}{%- for t in tools -%}"
     "{%- set f = t.function if t.function is defined else t -%}"
-    "{%- set p = f.parameters if f.parameters is defined else f.inputSchema -%}"
-    "{{- '<|tool_def|>' + ({'name': f.name, 'description': f.description, 'parameters': p} | tojson) + '<|end|>' -}}"
+    "{%- set p = f.parameters if f.parameters is defined else (f.inputSchema if f.inputSchema is defined else {}) -%}"
+    "{%- set req = p.required if p.required is defined else [] -%}"
+    "{{- '<|tool_def|>' + f.name + '(' -}}"
+    "{%- if p.properties is defined -%}{%- for k, v in p.properties.items() -%}"
+    "{{- (', ' if not loop.first else '') + k + ('' if k in req else '?') + ': ' -}}"
+    "{{- (v.type if v.type is string else (v.type|join('|') if v.type is defined else 'any')) -}}"
+    "{%- endfor -%}{%- endif -%}"
+    "{{- '): ' + (f.description if f.description is defined else '') + '<|end|>' -}}"
     "{%- endfor -%}{%- endif -%}"
     "{%- for m in messages -%}"
     "{%- if m.role == 'system' -%}{{- '<|system|>' + m.content + '<|end|>' -}}"
@@ -67,10 +73,27 @@ def call_json(name: str, arguments: Any) -> str:
     return dumps({"name": name, "arguments": arguments})
 
 
-def tool_def_json(tool: dict) -> str:
+def _param_type(schema: Any) -> str:
+    t = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(t, str):
+        return t
+    if isinstance(t, list):
+        return "|".join(str(x) for x in t)
+    return "any"
+
+
+def tool_def_text(tool: dict) -> str:
+    """A tool as one compact line: `name(arg: type, optional?: type): description`.
+
+    Full JSON schemas cost ~80 tokens a tool (AgentDojo's lists alone fill a 1,024-token window);
+    the line keeps what the proxy needs: the name, the argument names and types, the description
+    (where tool poisoning hides its instructions).
+    """
     f = tool.get("function", tool)
-    params = f.get("parameters", f.get("inputSchema"))
-    return dumps({"name": f["name"], "description": f.get("description", ""), "parameters": params})
+    p = f.get("parameters", f.get("inputSchema")) or {}
+    req = p.get("required") or []
+    args = ", ".join(f"{k}{'' if k in req else '?'}: {_param_type(v)}" for k, v in (p.get("properties") or {}).items())
+    return f"{f['name']}({args}): {f.get('description') or ''}"
 
 
 Segment = tuple  # ("s", "<|user|>") | ("t", "text")
@@ -81,7 +104,7 @@ def segments(messages: Iterable[dict], tools: Iterable[dict] | None = None,
     """Segments of a conversation; with `action`, ends with the action call as the last turn."""
     out: list[Segment] = [("s", BOS)]
     for t in tools or []:
-        out += [("s", "<|tool_def|>"), ("t", tool_def_json(t)), ("s", "<|end|>")]
+        out += [("s", "<|tool_def|>"), ("t", tool_def_text(t)), ("s", "<|end|>")]
     for m in messages:
         role = m["role"]
         content = m.get("content") or ""

@@ -125,11 +125,11 @@ def main():
                 out.append(e)
         return out
 
-    # Generator cases always carry their (short) tool list; real traces' lists are ~1k tokens, so
-    # half the traces go without to leave room for the conversation itself.
-    train_ex = enc(gen_train, 1.0, 0.15) + enc(trace_train, 0.5, 0.15)
+    # Most sequences carry their tool list (the guard renders it when the input has one); some go
+    # without, as callers that pass no tools do.
+    train_ex = enc(gen_train, 1.0, 0.15) + enc(trace_train, 0.8, 0.15)
     val_gen = enc(gen_val, 1.0, 0.0)
-    val_traces = enc(trace_val, 0.5, 0.0)
+    val_traces = enc(trace_val, 0.8, 0.0)
     n_tok = sum(len(e.ids) for e in train_ex)
     print(f"encoded: {len(train_ex)} sequences, {n_tok} tokens, in {time.time() - t0:.0f}s", flush=True)
 

@@ -9,3 +9,4 @@ export * from './attribution.js';
 export * from './verdict.js';
 export * from './defense.js';
 export type * from './guard-api.js';
+export * from './tool-poisoning.js';

@@ -1,3 +1,4 @@
+import { DEFAULT_MINDGUARD_OPTIONS, resolveMindGuardOptions, type MindGuardOptions, type ResolvedMindGuardOptions } from './mindguard/options.js';
 import { InvalidOptionsError } from './errors.js';
 import { describeType, isPlainObject } from './json.js';
 
@@ -69,6 +70,25 @@ export interface DefenseOptions {
    * @defaultValue null
    */
   maxRedactedSentences?: number | null | undefined;
+}
+
+/** Options of the tool-poisoning signals (MindGuard attention and leave-one-out over tool descriptions). */
+export interface ToolPoisoningOptions {
+  /**
+   * Score the action without each registered tool's description (one more variant per tool, in the same batch).
+   * @defaultValue true
+   */
+  leaveOneOut?: boolean | undefined;
+  /**
+   * Read the proxy's attention rows from the full-context pass and build MindGuard's decision-dependence graph.
+   * @defaultValue true
+   */
+  attention?: boolean | undefined;
+  /**
+   * MindGuard's own options (sigma, head pooling, sink filter, AIR threshold); see core/mindguard/options.ts.
+   * @defaultValue {}
+   */
+  mindguard?: MindGuardOptions | undefined;
 }
 
 /** User options of the guard; every field is optional. */
@@ -143,6 +163,11 @@ export interface GuardOptions {
    * @defaultValue see DEFAULT_DEFENSE_OPTIONS
    */
   defense?: DefenseOptions | undefined;
+  /**
+   * Tool-poisoning signals, used when the input lists its tools.
+   * @defaultValue { leaveOneOut: true, attention: true, mindguard: {} }
+   */
+  toolPoisoning?: ToolPoisoningOptions | undefined;
 }
 
 /** Defense options after defaults. */
@@ -179,6 +204,14 @@ export interface ResolvedGuardOptions {
   timeoutMs: number;
   maxContextTokens: number | null;
   defense: ResolvedDefenseOptions;
+  toolPoisoning: ResolvedToolPoisoningOptions;
+}
+
+/** Tool-poisoning options after defaults and validation. */
+export interface ResolvedToolPoisoningOptions {
+  leaveOneOut: boolean;
+  attention: boolean;
+  mindguard: ResolvedMindGuardOptions;
 }
 
 /** Default defense options. */
@@ -215,6 +248,7 @@ export const DEFAULT_GUARD_OPTIONS: Readonly<ResolvedGuardOptions> = Object.free
   timeoutMs: 30_000,
   maxContextTokens: null,
   defense: DEFAULT_DEFENSE_OPTIONS,
+  toolPoisoning: Object.freeze({ leaveOneOut: true, attention: true, mindguard: DEFAULT_MINDGUARD_OPTIONS }),
 } satisfies ResolvedGuardOptions);
 
 const GUARD_KEYS = Object.keys(DEFAULT_GUARD_OPTIONS);
@@ -342,6 +376,25 @@ export function resolveOptions(options: GuardOptions = {}): ResolvedGuardOptions
     timeoutMs: integerInRange(o['timeoutMs'], d.timeoutMs, 'timeoutMs', 1),
     maxContextTokens: maxContextTokens === null || maxContextTokens === undefined ? d.maxContextTokens : integerInRange(maxContextTokens, 1, 'maxContextTokens', 1),
     defense: resolveDefense(o['defense']),
+    toolPoisoning: resolveToolPoisoning(o['toolPoisoning']),
+  };
+}
+
+function resolveToolPoisoning(value: unknown): ResolvedToolPoisoningOptions {
+  const d = DEFAULT_GUARD_OPTIONS.toolPoisoning;
+  if (value === undefined) return { ...d };
+  if (!isPlainObject(value)) fail('toolPoisoning', value, 'an object');
+  checkKeys(value, ['leaveOneOut', 'attention', 'mindguard'], 'toolPoisoning.');
+  let mindguard: ResolvedMindGuardOptions;
+  try {
+    mindguard = resolveMindGuardOptions((value['mindguard'] ?? {}) as MindGuardOptions);
+  } catch (e) {
+    throw new InvalidOptionsError(`Invalid option toolPoisoning.mindguard: ${(e as Error).message}`, { option: 'toolPoisoning.mindguard' });
+  }
+  return {
+    leaveOneOut: boolean(value['leaveOneOut'], d.leaveOneOut, 'toolPoisoning.leaveOneOut'),
+    attention: boolean(value['attention'], d.attention, 'toolPoisoning.attention'),
+    mindguard,
   };
 }
 
@@ -446,7 +499,7 @@ export function mergeOptions(...layers: ReadonlyArray<GuardOptions | undefined>)
     }
     for (const [key, value] of Object.entries(layer)) {
       if (value === undefined) continue;
-      if ((key === 'defense' || key === 'edgearmorRule') && isPlainObject(value)) {
+      if ((key === 'defense' || key === 'edgearmorRule' || key === 'toolPoisoning') && isPlainObject(value)) {
         const prev = isPlainObject(out[key]) ? (out[key] as Record<string, unknown>) : {};
         const next: Record<string, unknown> = { ...prev };
         for (const [k, v] of Object.entries(value)) if (v !== undefined) next[k] = v;

@@ -1,6 +1,7 @@
 import { serializeError, type WireError } from './errors.js';
 import type { AttributionResult, FlaggedSpan } from './attribution.js';
 import type { StructuredContext } from './context.js';
+import type { ToolPoisoningVerdict } from './tool-poisoning.js';
 import type { ResolvedGuardOptions } from './options.js';
 
 /** Whether the proposed call may run. */
@@ -30,6 +31,8 @@ export interface Verdict {
   error?: WireError;
   /** A human-readable explanation, when there is one worth showing. */
   message?: string;
+  /** Tool-description poisoning evidence (leave-one-out over descriptions and MindGuard), when the input lists tools. */
+  toolPoisoning?: ToolPoisoningVerdict;
 }
 
 /** Extra data attached to a verdict. */

@@ -49,10 +49,30 @@ export function encodeBos(tok: Encoder): number[] {
   return [tok.controlId('<|bos|>')];
 }
 
-/** Ids of one tool definition block: `<|tool_def|>{json}<|end|>`. */
+function paramType(schema: unknown): string {
+  const t = schema !== null && typeof schema === 'object' ? (schema as { type?: unknown }).type : undefined;
+  if (typeof t === 'string') return t;
+  if (Array.isArray(t)) return t.map(String).join('|');
+  return 'any';
+}
+
+/**
+ * A tool as one compact line, `name(arg: type, optional?: type): description`: full JSON schemas
+ * cost ~80 tokens a tool, and the line keeps what the proxy needs, including the description
+ * where tool poisoning hides its instructions.
+ */
+export function toolDefText(tool: FormatTool): string {
+  const p = (tool.parameters ?? {}) as { properties?: Record<string, unknown>; required?: unknown };
+  const required = Array.isArray(p.required) ? (p.required as unknown[]) : [];
+  const args = Object.entries(p.properties ?? {})
+    .map(([k, v]) => `${k}${required.includes(k) ? '' : '?'}: ${paramType(v)}`)
+    .join(', ');
+  return `${tool.name}(${args}): ${tool.description}`;
+}
+
+/** Ids of one tool definition block: `<|tool_def|>name(args): description<|end|>`. */
 export function encodeToolDef(tok: Encoder, tool: FormatTool): number[] {
-  const json = formatJson({ name: tool.name, description: tool.description, parameters: tool.parameters });
-  return [tok.controlId('<|tool_def|>'), ...tok.encodeText(json), tok.controlId('<|end|>')];
+  return [tok.controlId('<|tool_def|>'), ...tok.encodeText(toolDefText(tool)), tok.controlId('<|end|>')];
 }
 
 /** Ids of one message. */

@@ -7,7 +7,7 @@ import type { StructuredContext } from '../core/context.js';
 import type { Variant } from '../core/variants.js';
 import type { ActionTokenPart } from '../core/attribution.js';
 import type { ActionTextMode } from '../core/options.js';
-import { callJson, encodeActionCall, encodeActionRaw, encodeBos, encodeMessage, encodeToolDef } from './chat-format.js';
+import { callJson, formatJson, encodeActionCall, encodeActionRaw, encodeBos, encodeMessage, encodeToolDef } from './chat-format.js';
 import type { ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
 import { scoreSequences, type ActionAttention, type ModelDims } from './scorer.js';
@@ -47,8 +47,8 @@ export interface ContextLayout {
 export interface EngineScores {
   /** Per variant id, the log-prob of each action token. */
   logProbs: Map<string, Float64Array>;
-  /** Part label of each action token (template mode), for name/argument deltas. */
-  parts: ActionTokenPart[] | undefined;
+  /** Part labels and value rows of the action tokens (template mode only). */
+  actionLayout: ActionLayout | undefined;
   actionTokenIds: number[];
   /** Attention rows of the full variant's action tokens, when asked and available. */
   attention?: ActionAttention;
@@ -138,15 +138,53 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   };
 }
 
-/** Labels each action token 'name' while it still covers `{"name": "<tool name>"`, then 'arguments'. */
-export function actionParts(tokenizer: Pick<ProxyTokenizer, 'tokenByteLength'>, ids: readonly number[], name: string): ActionTokenPart[] {
+/** Where the parts of a template-rendered action sit among its tokens. */
+export interface ActionLayout {
+  /** Part label per token: 'name' while it still covers `{"name": "<tool name>"`, then 'arguments'. */
+  parts: ActionTokenPart[];
+  /** Token rows of the argument VALUES (MindGuard's data-flow target), half-open. */
+  valueRows: Array<{ start: number; end: number }>;
+}
+
+/** Byte ranges of the argument values in `callJson(name, args)`. */
+function valueByteRanges(name: string, args: unknown): Array<[number, number]> {
+  const bytes = (s: string) => new TextEncoder().encode(s).length;
+  let offset = bytes(`{"name": ${JSON.stringify(name)}, "arguments": `);
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+    return [[offset, offset + bytes(formatJson(args))]];
+  }
+  offset += 1; // "{"
+  const ranges: Array<[number, number]> = [];
+  Object.entries(args as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .forEach(([k, v], i) => {
+      if (i > 0) offset += 2; // ", "
+      offset += bytes(`${JSON.stringify(k)}: `);
+      const len = bytes(formatJson(v));
+      ranges.push([offset, offset + len]);
+      offset += len;
+    });
+  return ranges;
+}
+
+/** Labels the action's tokens (name vs arguments) and finds the rows of its argument values. */
+export function actionLayout(tokenizer: Pick<ProxyTokenizer, 'tokenByteLength'>, ids: readonly number[], name: string, args: unknown): ActionLayout {
   const nameEnd = new TextEncoder().encode(`{"name": ${JSON.stringify(name)}`).length;
+  const values = valueByteRanges(name, args);
+  const parts: ActionTokenPart[] = [];
+  const valueRows: Array<{ start: number; end: number }> = [];
   let offset = 0;
-  return ids.map((id) => {
-    const part: ActionTokenPart = offset < nameEnd ? 'name' : 'arguments';
-    offset += tokenizer.tokenByteLength(id);
-    return part;
+  ids.forEach((id, row) => {
+    const end = offset + tokenizer.tokenByteLength(id);
+    parts.push(offset < nameEnd ? 'name' : 'arguments');
+    if (values.some(([a, b]) => offset < b && end > a)) {
+      const last = valueRows[valueRows.length - 1];
+      if (last && last.end === row) last.end = row + 1;
+      else valueRows.push({ start: row, end: row + 1 });
+    }
+    offset = end;
   });
+  return { parts, valueRows };
 }
 
 const MIN_KEPT_MESSAGE_TOKENS = 32;
@@ -240,7 +278,7 @@ async function scoreRequest(
   const attention = fullIndex >= 0 ? results[fullIndex]!.attention : undefined;
   return {
     logProbs,
-    parts: request.actionText === 'raw' ? undefined : actionParts(tokenizer, action.ids, context.action.name),
+    actionLayout: request.actionText === 'raw' ? undefined : actionLayout(tokenizer, action.ids, context.action.name, context.action.arguments),
     actionTokenIds: action.ids,
     ...(attention ? { attention } : {}),
     layout,

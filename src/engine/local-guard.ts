@@ -4,7 +4,10 @@
  * time); validation happens before any model work, so bad input fails fast even while loading.
  */
 import { parseGuardInput } from '../core/adapters.js';
-import { attributeWithOptions } from '../core/attribution.js';
+import { attributeWithOptions, ruleFromOptions, type AttributionResult } from '../core/attribution.js';
+import { analyzeMindGuard } from '../core/mindguard/index.js';
+import type { MindGuardVerdict } from '../core/mindguard/types.js';
+import { combineToolPoisoning, toolDescriptionAttribution, type ToolPoisoningVerdict } from '../core/tool-poisoning.js';
 import { buildContext, type StructuredContext } from '../core/context.js';
 import { createLocalRedactor, runDefense, type DefenseResult, type SanitizeRequest, type SentenceRange } from '../core/defense.js';
 import { DisposedError, GuardAbortedError, GuardTimeoutError, isEdgeArmorError } from '../core/errors.js';
@@ -12,7 +15,7 @@ import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus }
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
 import { buildVariants } from '../core/variants.js';
 import { failureVerdict, modelVerdict, preflightVerdict, type Verdict } from '../core/verdict.js';
-import { createEngine, type ProxyEngine } from './engine.js';
+import { createEngine, type EngineScores, type ProxyEngine } from './engine.js';
 import { loadModelFiles, type FileReader, type ModelVariant } from './model-files.js';
 import type { Backend } from './ort-session.js';
 
@@ -132,17 +135,68 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     const t0 = now();
     const engine = await ready;
     const tLoaded = now();
-    const variants = buildVariants(context);
+    const tp = resolved.toolPoisoning;
+    const hasTools = context.tools.length > 0;
+    const withAttention = hasTools && tp.attention && engine.info.attention && resolved.actionText === 'template';
+    const variants = buildVariants(context, { toolLeaveOneOut: hasTools && tp.leaveOneOut });
     const scores = await serial(() =>
-      engine.score({ context, variants, actionText: resolved.actionText, withAttention: false, ...(signal ? { signal } : {}) }),
+      engine.score({ context, variants, actionText: resolved.actionText, withAttention, ...(signal ? { signal } : {}) }),
     );
     const tScored = now();
-    const attribution = attributeWithOptions({ spans: context.spans, variants, logProbs: scores.logProbs, parts: scores.parts }, resolved);
-    return modelVerdict(attribution, {
+    const attribution = attributeWithOptions({ spans: context.spans, variants, logProbs: scores.logProbs, parts: scores.actionLayout?.parts }, resolved);
+    const verdict = modelVerdict(attribution, {
       backend: engine.info.backend,
       proxy: engine.info.model,
-      timings: { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded, attributionMs: now() - tScored },
+      timings: { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded },
     });
+    if (hasTools) {
+      const tAttention = now();
+      verdict.toolPoisoning = toolPoisoningOf(context, scores, attribution, withAttention, engine.info.attention);
+      verdict.timings['toolPoisoningMs'] = now() - tAttention;
+      if (verdict.toolPoisoning.detected) {
+        verdict.detected = true;
+        verdict.decision = 'block';
+      }
+    }
+    verdict.timings['attributionMs'] = now() - tScored;
+    return verdict;
+  }
+
+  function toolPoisoningOf(
+    context: StructuredContext,
+    scores: EngineScores,
+    attribution: AttributionResult,
+    withAttention: boolean,
+    modelHasAttention: boolean,
+  ): ToolPoisoningVerdict {
+    const tp = resolved.toolPoisoning;
+    const unavailable: string[] = [];
+    if (scores.truncation.droppedToolDefinitions) {
+      unavailable.push('tool definitions were dropped to fit the context window');
+      return combineToolPoisoning(null, null, context.action.name, unavailable);
+    }
+    const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions(resolved), resolved.tau) : null;
+    let attention: MindGuardVerdict | null = null;
+    if (!tp.attention) unavailable.push('attention: turned off (toolPoisoning.attention = false)');
+    else if (!modelHasAttention) unavailable.push('attention: the model exports no attention rows; MindGuard falls back to leave-one-out over tool descriptions');
+    else if (!withAttention || !scores.attention || !scores.actionLayout) unavailable.push('attention: needs the template action text');
+    else {
+      const nameRows = scores.actionLayout.parts.filter((p) => p === 'name').length;
+      attention = analyzeMindGuard(
+        scores.attention.data,
+        scores.attention.dims,
+        {
+          user: scores.layout.user,
+          tools: scores.layout.tools.map((t) => ({ tool: t.tool, ranges: [{ start: t.start, end: t.end }] })),
+          toolResults: scores.layout.toolResults.map((r) => [{ start: r.start, end: r.end }]),
+          invokedTool: context.action.name,
+          controlTarget: [{ start: 0, end: Math.max(1, nameRows) }],
+          dataTarget: scores.actionLayout.valueRows,
+        },
+        tp.mindguard,
+      );
+    }
+    return combineToolPoisoning(loo, attention, context.action.name, unavailable);
   }
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
@@ -151,7 +205,9 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     const input = parseGuardInput(raw);
     const context = buildContext(input, resolved);
     const pre = preflightVerdict(context);
-    if (pre) return pre;
+    // A call with no tool result yet can still be driven by a poisoned tool description.
+    const toolSignals = context.tools.length > 0 && (resolved.toolPoisoning.leaveOneOut || resolved.toolPoisoning.attention);
+    if (pre && !(pre.reason === 'no-untrusted-spans' && toolSignals)) return pre;
     try {
       return await withDeadline(score(context, opts.signal), opts.signal);
     } catch (error) {
