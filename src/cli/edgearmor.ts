@@ -9,6 +9,7 @@ import { parseGuardInput } from '../core/adapters.js';
 import { EdgeArmorError, InvalidInputError, InvalidOptionsError } from '../core/errors.js';
 import { mergeOptions, optionsFromEnv, resolveOptions, type GuardOptions } from '../core/options.js';
 import type { GuardInput } from '../core/types.js';
+import type { ToolPoisoningVerdict } from '../core/tool-poisoning.js';
 import type { Verdict } from '../core/verdict.js';
 
 const USAGE = `usage: edgearmor check <cases.json|cases.jsonl> [options]
@@ -112,10 +113,31 @@ export function verdictRecord(id: string, v: Verdict): Record<string, unknown> {
     action_tokens: a?.actionTokenCount ?? null,
     rule: a?.rule ?? null,
     tau: a?.tau ?? null,
+    mindguard: v.toolPoisoning ? toolPoisoningRecord(v.toolPoisoning) : null,
     backend: v.backend ?? null,
     proxy: v.proxy ?? null,
     timings: v.timings,
     ...(v.error ? { error: v.error } : {}),
+  };
+}
+
+/** JSON has no Infinity: an AIR with a zero denominator is written as this cap. */
+const AIR_JSON_CAP = 1e9;
+
+function finite(n: number | null): number | null {
+  return n === null ? null : Number.isFinite(n) ? n : Math.sign(n) * AIR_JSON_CAP;
+}
+
+function toolPoisoningRecord(tp: ToolPoisoningVerdict): Record<string, unknown> {
+  return {
+    detected: tp.detected,
+    source_tool: tp.sourceTool,
+    flow: tp.flow,
+    air: finite(tp.air),
+    score: finite(tp.score),
+    leave_one_out: tp.leaveOneOut?.tools.map((t) => ({ tool: t.tool, delta: t.normalizedDelta, flagged: t.flagged })) ?? null,
+    attention_detected: tp.attention?.detected ?? null,
+    unavailable: tp.unavailable,
   };
 }
 
@@ -136,6 +158,14 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict): string 
     if (span) label = `without ${span.toolName ?? 'tool'} result (msg ${span.messageIndex})`;
     const flag = span?.flagged ? '  FLAGGED' : '';
     rows.push(`  ${label.slice(0, 33).padEnd(34)}${fmt(x.logProb, 14)}${x.id === 'full' ? '' : fmt(x.rawDelta, 11) + fmt(x.normalizedDelta, 12)}${flag}`);
+  }
+  const tp = v.toolPoisoning;
+  if (tp) {
+    for (const t of tp.leaveOneOut?.tools ?? []) {
+      rows.push(`  ${`without ${t.tool} description`.slice(0, 33).padEnd(34)}${fmt(t.logProb, 14)}${fmt(t.rawDelta, 11)}${fmt(t.normalizedDelta, 12)}${t.flagged ? '  FLAGGED' : ''}`);
+    }
+    const air = tp.air === null ? 'n/a' : fmt(tp.air, 0);
+    rows.push(`  tool poisoning: ${tp.detected ? `DETECTED in ${tp.sourceTool} (${tp.flow} flow)` : 'none'}; MindGuard max AIR ${air}${tp.unavailable.length ? `; ${tp.unavailable.join('; ')}` : ''}`);
   }
   return `${head}\n  rule ${a.rule}, tau ${a.tau}, ${a.actionTokenCount} action tokens, ${v.backend ?? ''} ${v.proxy ?? ''}\n${rows.join('\n')}\n`;
 }
