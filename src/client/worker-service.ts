@@ -116,9 +116,10 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
 
   return {
     async init(init, onProgress) {
+      const delivered: Promise<unknown>[] = [];
       const report = (event: GuardProgress) => {
         // A progress listener that went away must not fail the load.
-        Promise.resolve(onProgress(event)).catch(() => undefined);
+        delivered.push(Promise.resolve(onProgress(event)).catch(() => undefined));
       };
       const result = await settle(async () => {
         if (guard) throw new InvalidOptionsError('init() was called twice on the same worker; create a new worker instead.');
@@ -151,6 +152,8 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
           throw error;
         }
       });
+      // Progress travels on its own port: wait until the client has every event, so all of them arrive before init's answer.
+      await Promise.all(delivered);
       // Release the progress proxy so its MessagePort closes on the client side.
       const release = (onProgress as unknown as Partial<Record<typeof releaseProxy, () => void>>)[releaseProxy];
       if (typeof release === 'function') release();
