@@ -1,0 +1,281 @@
+/**
+ * createGuard(): the Guard interface backed by a worker. The model runs in the worker; the caller's
+ * `regenerate` and `sanitize` callbacks stay on this side (defense runs here, scoring crosses).
+ *
+ * Every call races the worker's answer against the caller's signal, `timeoutMs`, `dispose()` and a
+ * worker crash, so no call is ever left pending. A crash rejects in-flight calls with
+ * WorkerCrashedError and the next call starts a fresh worker (re-running init).
+ */
+import * as Comlink from 'comlink';
+import { parseGuardInput } from '../core/adapters.js';
+import { buildContext } from '../core/context.js';
+import type { DefenseResult } from '../core/defense.js';
+import { deserializeError, DisposedError, GuardAbortedError, GuardTimeoutError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
+import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus } from '../core/guard-api.js';
+import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
+import { failureVerdict, preflightVerdict, type Verdict } from '../core/verdict.js';
+import { defendWith } from '../engine/local-guard.js';
+import { connectWorker, type WorkerConnection, type WorkerLike } from './endpoint.js';
+import type { BackendPreference, GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
+
+export type { WorkerLike } from './endpoint.js';
+
+/** Options of {@link createGuard}: the guard's options plus where the worker and the model are. */
+export interface CreateGuardOptions extends GuardOptions {
+  /**
+   * The worker, or a factory for one; only a factory lets the guard restart after a crash.
+   * @defaultValue a module Worker running workers/guard.worker.ts (browsers; Vite bundles it)
+   */
+  worker?: WorkerLike | (() => WorkerLike);
+  /** The model directory's URL (browser); relative URLs resolve against the page. @defaultValue 'models/edgearmor-proxy/' */
+  modelUrl?: string;
+  /** A model directory on disk (Node worker_threads); takes precedence over modelUrl. */
+  modelDir?: string;
+  /** @defaultValue 'q4' */
+  modelVariant?: 'q4' | 'fp32';
+  /** @defaultValue 'auto' */
+  backend?: BackendPreference;
+  wasmThreads?: number;
+  wasmPaths?: string | Record<string, string>;
+  /** Padded tokens per forward pass. @defaultValue 8192 */
+  maxBatchTokens?: number;
+  /** Load progress of every worker start (a restart reports again). */
+  onProgress?: (event: GuardProgress) => void;
+}
+
+/** The embedded model's path under the app's public root. */
+export const DEFAULT_MODEL_URL = 'models/edgearmor-proxy/';
+
+// How long dispose() waits for the worker to release its session before terminating it anyway.
+const DISPOSE_GRACE_MS = 2_000;
+
+/** A guard whose model runs in a worker; same interface as the in-process guard. */
+export interface WorkerGuard extends Guard {
+  /** Sentence-level leave-one-out through the worker (what the local redactor uses). */
+  scoreSentenceAblations(input: unknown, messageIndex: number, texts: string[], options?: CheckOptions): Promise<number[]>;
+}
+
+interface Session {
+  id: number;
+  remote: Comlink.Remote<GuardWorkerApi>;
+  connection: WorkerConnection;
+  /** Rejects with WorkerCrashedError when the worker dies; never resolves. */
+  crashed: Promise<never>;
+  init: Promise<GuardStatus>;
+  dead: boolean;
+}
+
+function defaultWorker(): WorkerLike {
+  if (typeof Worker === 'undefined') {
+    throw new InvalidOptionsError(
+      'createGuard: there is no global Worker here; pass options.worker (e.g. () => new Worker(url) from node:worker_threads), or use createNodeGuard for an in-process guard.',
+      { option: 'worker' },
+    );
+  }
+  return new Worker(new URL('../../workers/guard.worker.ts', import.meta.url), { type: 'module' });
+}
+
+function modelLocation(options: CreateGuardOptions): ModelLocation {
+  if (options.modelDir !== undefined) return { dir: options.modelDir };
+  const url = options.modelUrl ?? DEFAULT_MODEL_URL;
+  // Resolve here: inside the worker a relative URL would resolve against the worker script instead of the page.
+  const base = (globalThis as { location?: { href: string } }).location?.href;
+  try {
+    return { baseUrl: new URL(url, base).href };
+  } catch {
+    throw new InvalidOptionsError(`Invalid option modelUrl: received ${JSON.stringify(url)}; allowed: an absolute URL, or a relative one in a page.`, { option: 'modelUrl' });
+  }
+}
+
+function unwrap<T>(result: WireResult<T>): T {
+  if (result.ok) return result.value;
+  throw deserializeError(result.error);
+}
+
+/** Creates a guard backed by a worker running the guard service. */
+export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
+  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, onProgress, ...guardOptions } = options;
+  const resolved: ResolvedGuardOptions = resolveOptions(guardOptions);
+  const init: WorkerInitOptions = {
+    guard: guardOptions,
+    model: modelLocation(options),
+    ...(modelVariant !== undefined ? { variant: modelVariant } : {}),
+    ...(backend !== undefined ? { backend } : {}),
+    ...(wasmThreads !== undefined ? { wasmThreads } : {}),
+    ...(wasmPaths !== undefined ? { wasmPaths } : {}),
+    ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}),
+  };
+  // Fails here, not in the worker, when options cannot be cloned (functions, cycles).
+  structuredClone(init);
+  const makeWorker: () => WorkerLike = typeof worker === 'function' ? worker : worker !== undefined ? singleUse(worker) : defaultWorker;
+
+  let current: Session | null = null;
+  let sessionCount = 0;
+  let requestCount = 0;
+  let disposed = false;
+  let lastStatus: GuardStatus | null = null;
+  let rejectDisposed: (error: Error) => void = () => undefined;
+  const disposedPromise = new Promise<never>((_, reject) => {
+    rejectDisposed = reject;
+  });
+  disposedPromise.catch(() => undefined);
+
+  function singleUse(instance: WorkerLike): () => WorkerLike {
+    let used = false;
+    return () => {
+      if (used) throw new WorkerCrashedError('The worker crashed and cannot be restarted: createGuard was given a Worker instance; pass a factory (() => new Worker(...)) to allow restarts.');
+      used = true;
+      return instance;
+    };
+  }
+
+  function startSession(): Session {
+    const id = ++sessionCount;
+    const connection = connectWorker(makeWorker());
+    const remote = Comlink.wrap<GuardWorkerApi>(connection.endpoint);
+    let rejectCrash: (error: Error) => void = () => undefined;
+    const crashed = new Promise<never>((_, reject) => {
+      rejectCrash = reject;
+    });
+    crashed.catch(() => undefined);
+    const session: Session = { id, remote, connection, crashed, init: Promise.resolve(null as unknown as GuardStatus), dead: false };
+    connection.onCrash((reason) => {
+      if (session.dead) return;
+      session.dead = true;
+      connection.terminate();
+      if (current === session) current = null;
+      rejectCrash(new WorkerCrashedError(`The guard worker crashed (${reason}); in-flight calls were rejected and the next call starts a new worker.`, { reason, session: id }));
+    });
+    const progress = (event: GuardProgress) => {
+      if (event.type === 'ready') lastStatus = event.status;
+      onProgress?.(event);
+    };
+    session.init = Promise.race([remote.init(init, Comlink.proxy(progress)).then((result) => unwrap<GuardStatus>(result)), crashed]).then((status) => {
+      lastStatus = status;
+      return status;
+    });
+    session.init.catch(() => undefined);
+    return session;
+  }
+
+  function ensureSession(): Session {
+    if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
+    current ??= startSession();
+    return current;
+  }
+
+  const ready: Promise<GuardStatus> = (async () => ensureSession().init)();
+  ready.catch(() => undefined);
+
+  /** Runs one remote operation, settling on the first of: its answer, crash, abort, timeout, dispose. */
+  async function track<T>(opts: { signal?: AbortSignal | undefined; timeoutMs: number | null }, work: (session: Session, requestId: string) => Promise<T>): Promise<T> {
+    if (opts.signal?.aborted) throw new GuardAbortedError('The check was aborted by the caller before it started.');
+    const session = ensureSession();
+    const requestId = `${session.id}:${++requestCount}`;
+    const cancelRemote = () => {
+      if (!session.dead) void session.remote.cancel(requestId).catch(() => undefined);
+    };
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let onAbort: (() => void) | undefined;
+    const stop = new Promise<never>((_, reject) => {
+      if (opts.timeoutMs !== null) {
+        const ms = opts.timeoutMs;
+        timer = setTimeout(() => {
+          cancelRemote();
+          reject(new GuardTimeoutError(`The check took longer than timeoutMs = ${ms}.`, { timeoutMs: ms }));
+        }, ms);
+      }
+      if (opts.signal) {
+        onAbort = () => {
+          cancelRemote();
+          reject(new GuardAbortedError('The check was aborted by the caller.'));
+        };
+        opts.signal.addEventListener('abort', onAbort, { once: true });
+      }
+    });
+    stop.catch(() => undefined);
+    try {
+      return await Promise.race([work(session, requestId), session.crashed, stop, disposedPromise]);
+    } finally {
+      clearTimeout(timer);
+      if (opts.signal && onAbort) opts.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
+    if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
+    // Validated here too: bad input fails before any worker traffic, and uncloneable input never reaches postMessage.
+    const input = parseGuardInput(raw);
+    const context = buildContext(input, resolved);
+    const pre = preflightVerdict(context);
+    if (pre) return pre;
+    const extras = () => (lastStatus?.backend ? { backend: lastStatus.backend } : {});
+    try {
+      return await track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId) => {
+        try {
+          await session.init;
+        } catch (error) {
+          // A model that failed to load gets the failure policy, as in the in-process guard; a crash propagates.
+          if (isEdgeArmorError(error) && error.code === 'worker-crashed') throw error;
+          return failureVerdict(error, resolved, context.privileged, extras());
+        }
+        return unwrap(await session.remote.check(requestId, input));
+      });
+    } catch (error) {
+      // Same as the in-process guard: a timeout is a guard failure, answered by the failure policy.
+      if (isEdgeArmorError(error) && error.code === 'timeout') return failureVerdict(error, resolved, context.privileged, extras());
+      throw error;
+    }
+  }
+
+  async function scoreSentenceAblations(raw: unknown, messageIndex: number, texts: string[], opts: CheckOptions = {}): Promise<number[]> {
+    if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
+    const input = parseGuardInput(raw);
+    return track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId) => {
+      await session.init;
+      return unwrap(await session.remote.scoreSentenceAblations(requestId, input, messageIndex, texts));
+    });
+  }
+
+  const guard: WorkerGuard = {
+    ready,
+    async status() {
+      if (disposed) return { ...(lastStatus ?? (await ready.catch(() => null)) ?? emptyStatus()), state: 'disposed' };
+      return track({ timeoutMs: null }, (session) => session.remote.status());
+    },
+    check,
+    scoreSentenceAblations,
+    async defend(raw: unknown, callbacks: DefendCallbacks, opts: CheckOptions = {}): Promise<DefenseResult> {
+      const scorer = {
+        check: (input: unknown, o?: CheckOptions) => check(input, o),
+        scoreSentenceAblations: (input: unknown, index: number, texts: string[]) => scoreSentenceAblations(input, index, texts, opts),
+      };
+      return defendWith(scorer, resolved, raw, callbacks, opts);
+    },
+    async dispose() {
+      if (disposed) return;
+      disposed = true;
+      rejectDisposed(new DisposedError('The guard was disposed while this call was in flight.'));
+      const session = current;
+      current = null;
+      if (!session) return;
+      session.dead = true;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const grace = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, DISPOSE_GRACE_MS);
+      });
+      await Promise.race([session.remote.dispose().catch(() => undefined), grace, session.crashed.catch(() => undefined)]);
+      clearTimeout(timer);
+      try {
+        session.remote[Comlink.releaseProxy]();
+      } finally {
+        session.connection.terminate();
+      }
+    },
+  };
+  return guard;
+}
+
+function emptyStatus(): GuardStatus {
+  return { state: 'disposed', backend: null, fallbackReason: null, model: null, variant: null, maxContextTokens: null, attention: false };
+}

@@ -1,0 +1,193 @@
+/**
+ * The guard service that runs inside the worker: a LocalGuard behind the wire protocol, with one
+ * AbortController per request so `cancel(requestId)` stops that request's model work.
+ */
+import { releaseProxy } from 'comlink';
+import { BackendUnavailableError, IntegrityError, InvalidOptionsError, isEdgeArmorError, serializeError } from '../core/errors.js';
+import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
+import type { GuardOptions } from '../core/options.js';
+import { createBrowserReader, type BrowserFileReader } from '../engine/files-browser.js';
+import { createLocalGuard, type LocalGuard, type LocalGuardRuntime } from '../engine/local-guard.js';
+import type { FileReader } from '../engine/model-files.js';
+import type { Backend } from '../engine/ort-session.js';
+import type { BackendPreference, GuardWorkerApi, WireResult, WorkerInitOptions } from './protocol.js';
+
+/** Seams for tests and other hosts; the defaults build the real engine. */
+export interface WorkerServiceDeps {
+  /** @defaultValue createLocalGuard */
+  createLocalGuard?: (options: GuardOptions, runtime: LocalGuardRuntime) => LocalGuard;
+  /** @defaultValue globalThis.navigator?.gpu */
+  gpu?: { requestAdapter(): Promise<unknown> } | undefined;
+  /** Whether this is Node (worker_threads). @defaultValue detected from process.versions.node */
+  isNode?: boolean;
+}
+
+/** The backends to try for a preference, and why a preferred one was skipped. */
+export interface BackendPlan {
+  backends: Backend[];
+  fallbackReason: string | null;
+}
+
+const NOT_LOADED: GuardStatus = Object.freeze({
+  state: 'loading',
+  backend: null,
+  fallbackReason: null,
+  model: null,
+  variant: null,
+  maxContextTokens: null,
+  attention: false,
+}) as GuardStatus;
+
+function detectNode(): boolean {
+  const proc = (globalThis as { process?: { versions?: { node?: string } } }).process;
+  return typeof proc?.versions?.node === 'string';
+}
+
+async function webgpuUnavailableReason(gpu: WorkerServiceDeps['gpu']): Promise<string | null> {
+  if (gpu === undefined || gpu === null) return 'navigator.gpu is undefined';
+  try {
+    const adapter = await gpu.requestAdapter();
+    return adapter ? null : 'navigator.gpu.requestAdapter() returned null';
+  } catch (e) {
+    return `navigator.gpu.requestAdapter() threw: ${(e as Error).message}`;
+  }
+}
+
+/** Turns a backend preference into the ordered backends to try, checking WebGPU for an adapter first. */
+export async function planBackends(preference: BackendPreference, env: { isNode: boolean; gpu: WorkerServiceDeps['gpu'] }): Promise<BackendPlan> {
+  const allowed = env.isNode ? ['auto', 'node', 'wasm'] : ['auto', 'webgpu', 'wasm'];
+  if (!allowed.includes(preference)) {
+    throw new InvalidOptionsError(`Invalid option backend: received "${preference}" in ${env.isNode ? 'Node' : 'a browser'}; allowed here: ${allowed.map((a) => `"${a}"`).join(' | ')}.`, {
+      option: 'backend',
+      allowed,
+    });
+  }
+  if (env.isNode) return { backends: preference === 'auto' ? ['node', 'wasm'] : [preference as Backend], fallbackReason: null };
+  if (preference === 'wasm') return { backends: ['wasm'], fallbackReason: null };
+  const reason = await webgpuUnavailableReason(env.gpu);
+  if (preference === 'webgpu') {
+    if (reason !== null) {
+      throw new BackendUnavailableError(`WebGPU was requested but is unavailable: ${reason}.`, { causes: [{ backend: 'webgpu', message: reason }] });
+    }
+    return { backends: ['webgpu'], fallbackReason: null };
+  }
+  return reason === null ? { backends: ['webgpu', 'wasm'], fallbackReason: null } : { backends: ['wasm'], fallbackReason: `WebGPU: ${reason}` };
+}
+
+async function settle<T>(work: () => Promise<T>): Promise<WireResult<T>> {
+  try {
+    return { ok: true, value: await work() };
+  } catch (error) {
+    return { ok: false, error: serializeError(error) };
+  }
+}
+
+/** Creates the service a worker exposes with `Comlink.expose`. */
+export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerApi {
+  const makeGuard = deps.createLocalGuard ?? createLocalGuard;
+  const isNode = deps.isNode ?? detectNode();
+  let guard: LocalGuard | null = null;
+  const requests = new Map<string, AbortController>();
+
+  const requireGuard = (): LocalGuard => {
+    if (!guard) throw new InvalidOptionsError('The worker received a call before init(); the client must call init first.');
+    return guard;
+  };
+
+  const withRequest = async <T>(requestId: string, work: (signal: AbortSignal) => Promise<T>): Promise<WireResult<T>> => {
+    // Registered before the first await so a cancel sent right after the call always finds it.
+    const controller = new AbortController();
+    requests.set(requestId, controller);
+    try {
+      return await settle(() => work(controller.signal));
+    } finally {
+      requests.delete(requestId);
+    }
+  };
+
+  async function makeReader(init: WorkerInitOptions, onProgress: (e: GuardProgress) => void): Promise<FileReader> {
+    if ('baseUrl' in init.model) {
+      return createBrowserReader({ baseUrl: init.model.baseUrl, onProgress });
+    }
+    if (!isNode) throw new InvalidOptionsError('Invalid option model: a model directory ({dir}) works only in Node; in a browser give {baseUrl}.');
+    const { directoryReader } = await import('../engine/files-node.js');
+    return directoryReader(init.model.dir);
+  }
+
+  return {
+    async init(init, onProgress) {
+      const delivered: Promise<unknown>[] = [];
+      const report = (event: GuardProgress) => {
+        // A progress listener that went away must not fail the load.
+        delivered.push(Promise.resolve(onProgress(event)).catch(() => undefined));
+      };
+      const result = await settle(async () => {
+        if (guard) throw new InvalidOptionsError('init() was called twice on the same worker; create a new worker instead.');
+        const plan = await planBackends(init.backend ?? 'auto', { isNode, gpu: 'gpu' in deps ? deps.gpu : (globalThis.navigator as { gpu?: WorkerServiceDeps['gpu'] } | undefined)?.gpu });
+        const reader = await makeReader(init, report);
+        guard = makeGuard(init.guard, {
+          reader,
+          backends: plan.backends,
+          fallbackReason: plan.fallbackReason,
+          onProgress: report,
+          ...(init.variant !== undefined ? { variant: init.variant } : {}),
+          ...(init.wasmThreads !== undefined ? { wasmThreads: init.wasmThreads } : {}),
+          ...(init.wasmPaths !== undefined ? { wasmPaths: init.wasmPaths } : {}),
+          ...(init.maxBatchTokens !== undefined ? { maxBatchTokens: init.maxBatchTokens } : {}),
+        });
+        try {
+          return await guard.ready;
+        } catch (error) {
+          if (error instanceof IntegrityError && 'evict' in reader) {
+            const file = typeof error.details['file'] === 'string' ? error.details['file'] : null;
+            const browserReader = reader as BrowserFileReader;
+            if (file !== null) {
+              const cached = browserReader.readFromCache(file);
+              await browserReader.evict(file);
+              if (cached) {
+                throw new IntegrityError(`${error.message} (the copy came from Cache Storage and was evicted; a reload fetches it again)`, { ...error.details, fromCache: true });
+              }
+            }
+          }
+          throw error;
+        }
+      });
+      // Progress travels on its own port: wait until the client has every event, so all of them arrive before init's answer.
+      await Promise.all(delivered);
+      // Release the progress proxy so its MessagePort closes on the client side.
+      const release = (onProgress as unknown as Partial<Record<typeof releaseProxy, () => void>>)[releaseProxy];
+      if (typeof release === 'function') release();
+      return result;
+    },
+
+    check: (requestId, input) => withRequest(requestId, (signal) => requireGuard().check(input, { signal })),
+
+    scoreSentenceAblations: (requestId, input, messageIndex, texts) =>
+      withRequest(requestId, async (signal) => {
+        const g = requireGuard();
+        const work = g.scoreSentenceAblations(input, messageIndex, texts);
+        // LocalGuard's sentence scorer takes no signal: an abort answers at once and leaves the batch to finish.
+        return new Promise<number[]>((resolve, reject) => {
+          const onAbort = () => reject(signal.reason ?? new Error('aborted'));
+          signal.addEventListener('abort', onAbort, { once: true });
+          work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+        });
+      }),
+
+    async cancel(requestId) {
+      requests.get(requestId)?.abort();
+    },
+
+    async status() {
+      return guard ? guard.status() : { ...NOT_LOADED };
+    },
+
+    async dispose() {
+      for (const controller of requests.values()) controller.abort();
+      requests.clear();
+      await guard?.dispose().catch((e: unknown) => {
+        if (!isEdgeArmorError(e)) throw e;
+      });
+    },
+  };
+}

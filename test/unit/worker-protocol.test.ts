@@ -1,0 +1,259 @@
+import * as Comlink from 'comlink';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createGuard, type CreateGuardOptions, type WorkerGuard } from '../../src/client/create-guard.js';
+import { createWorkerService, planBackends } from '../../src/client/worker-service.js';
+import { DisposedError, GuardAbortedError, IntegrityError, InvalidInputError, ModelLoadError, WorkerCrashedError } from '../../src/core/errors.js';
+import type { GuardProgress, GuardStatus } from '../../src/core/guard-api.js';
+import type { GuardOptions } from '../../src/core/options.js';
+import type { Verdict } from '../../src/core/verdict.js';
+import type { LocalGuard, LocalGuardRuntime } from '../../src/engine/local-guard.js';
+
+// Long enough that a healthy round trip never hits it, short enough to keep the timeout test quick.
+const SHORT_TIMEOUT_MS = 200;
+
+const READY_STATUS: GuardStatus = {
+  state: 'ready',
+  backend: 'node',
+  fallbackReason: null,
+  model: 'fake-proxy',
+  variant: 'q4',
+  maxContextTokens: 1024,
+  attention: false,
+};
+
+/** A guard case whose action arguments steer the fake guard. */
+function guardCase(args: Record<string, string>): unknown {
+  return {
+    messages: [
+      { role: 'user', content: 'Pay my rent from the file.' },
+      { role: 'assistant', content: '', tool_calls: [{ name: 'read_file', arguments: { path: 'rent.txt' } }] },
+      { role: 'tool', tool_name: 'read_file', content: 'Rent: 900 EUR to landlord.' },
+    ],
+    action: { name: 'send_money', arguments: args },
+  };
+}
+
+interface FakeWorld {
+  inits: number;
+  cancelled: string[];
+  releaseHeld: Array<() => void>;
+}
+
+/** A fake LocalGuard: the protocol is real, the model is not. */
+function fakeGuardFactory(world: FakeWorld, load: 'ok' | 'integrity') {
+  return (_options: GuardOptions, runtime: LocalGuardRuntime): LocalGuard => {
+    world.inits += 1;
+    const ready = (async () => {
+      for (const file of ['config.json', 'tokenizer.json', 'onnx/model_q4.onnx']) runtime.onProgress?.({ type: 'verified', file, bytes: 10 });
+      if (load === 'integrity') throw new IntegrityError('model file hash mismatch for "onnx/model_q4.onnx": this may indicate tampering', { file: 'onnx/model_q4.onnx' });
+      runtime.onProgress?.({ type: 'session', backend: 'node' });
+      runtime.onProgress?.({ type: 'ready', status: READY_STATUS });
+      return READY_STATUS;
+    })();
+    ready.catch(() => undefined);
+    return {
+      ready,
+      status: async () => READY_STATUS,
+      async check(raw, opts = {}) {
+        const args = (raw as { action: { arguments: Record<string, string> } }).action.arguments;
+        const tag = args['tag'] ?? '';
+        if (args['mode'] === 'invalid') throw new InvalidInputError('input.action.arguments.amount: received "lots"; allowed: a number.', { where: 'amount' });
+        if (args['mode'] === 'load') throw new ModelLoadError('cannot read model file', { file: 'config.json' });
+        if (args['mode'] === 'hang' || args['mode'] === 'held') {
+          await new Promise<void>((resolve, reject) => {
+            if (args['mode'] === 'held') world.releaseHeld.push(resolve);
+            opts.signal?.addEventListener('abort', () => {
+              world.cancelled.push(tag);
+              reject(new GuardAbortedError('aborted in the fake'));
+            });
+          });
+        }
+        return { detected: false, decision: 'allow', reason: 'model', attribution: null, flagged: [], score: null, timings: {}, message: tag } satisfies Verdict;
+      },
+      scoreSentenceAblations: async (_raw, _index, texts) => texts.map((_t, i) => i),
+      defend: () => Promise.reject(new Error('not used')),
+      dispose: async () => undefined,
+    };
+  };
+}
+
+interface Harness {
+  world: FakeWorld;
+  /** The worker side of each channel created, newest last. */
+  workerPorts: MessagePort[];
+  progress: GuardProgress[];
+  guard: WorkerGuard;
+}
+
+const open: WorkerGuard[] = [];
+
+function harness(options: { load?: 'ok' | 'integrity'; guard?: GuardOptions; singleWorker?: boolean } = {}): Harness {
+  const world: FakeWorld = { inits: 0, cancelled: [], releaseHeld: [] };
+  const workerPorts: MessagePort[] = [];
+  const progress: GuardProgress[] = [];
+  const makeWorker = () => {
+    const { port1, port2 } = new MessageChannel();
+    workerPorts.push(port2);
+    Comlink.expose(createWorkerService({ createLocalGuard: fakeGuardFactory(world, options.load ?? 'ok'), isNode: true }), nodeEndpoint(port2));
+    return port1;
+  };
+  const createOptions: CreateGuardOptions = {
+    ...options.guard,
+    worker: options.singleWorker ? makeWorker() : makeWorker,
+    modelDir: '/fake/model',
+    onProgress: (e) => progress.push(e),
+  };
+  const guard = createGuard(createOptions);
+  open.push(guard);
+  return { world, workerPorts, progress, guard };
+}
+
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((g) => g.dispose()));
+});
+
+describe('worker protocol over a MessageChannel', () => {
+  it('resolves ready with the worker status and delivers progress events in order', async () => {
+    const h = harness();
+    await expect(h.guard.ready).resolves.toEqual(READY_STATUS);
+    expect(h.progress.map((e) => (e.type === 'verified' ? `verified:${e.file}` : e.type))).toEqual([
+      'verified:config.json',
+      'verified:tokenizer.json',
+      'verified:onnx/model_q4.onnx',
+      'session',
+      'ready',
+    ]);
+  });
+
+  it('rebuilds an InvalidInputError thrown in the worker with its class, code and details', async () => {
+    const h = harness();
+    const error = await h.guard.check(guardCase({ mode: 'invalid' })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect(error).toMatchObject({ code: 'invalid-input', name: 'InvalidInputError', details: { where: 'amount' } });
+  });
+
+  it('rejects ready with an IntegrityError when the model fails its hash check, and answers checks with the failure policy', async () => {
+    const h = harness({ load: 'integrity' });
+    const error = await h.guard.ready.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(IntegrityError);
+    expect(error).toMatchObject({ code: 'integrity-mismatch', details: { file: 'onnx/model_q4.onnx' } });
+    expect((error as Error).message).toContain('tampering');
+    const verdict = await h.guard.check(guardCase({ tag: 'after-load-failure' }));
+    expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'integrity-mismatch' } });
+  });
+
+  it('rejects invalid input on the client before it reaches the worker', async () => {
+    const h = harness();
+    await expect(h.guard.check({ messages: 'nope', action: { name: 'x' } })).rejects.toBeInstanceOf(InvalidInputError);
+    const cyclic: Record<string, unknown> = { name: 'send_money' };
+    cyclic['arguments'] = { self: cyclic };
+    await expect(h.guard.check({ ...(guardCase({}) as object), action: cyclic })).rejects.toMatchObject({ code: 'invalid-input' });
+  });
+
+  it('gives each of many concurrent checks its own answer', async () => {
+    const h = harness();
+    const tags = Array.from({ length: 20 }, (_, i) => `req-${i}`);
+    const verdicts = await Promise.all(tags.map((tag) => h.guard.check(guardCase({ tag }))));
+    expect(verdicts.map((v) => v.message)).toEqual(tags);
+  });
+
+  it('answers held checks released in reverse order with their own verdicts', async () => {
+    const h = harness();
+    const pending = ['a', 'b', 'c'].map((tag) => h.guard.check(guardCase({ tag, mode: 'held' })));
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(3));
+    for (const release of [...h.world.releaseHeld].reverse()) release();
+    expect((await Promise.all(pending)).map((v) => v.message)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('rejects an aborted check with GuardAbortedError and cancels it in the worker', async () => {
+    const h = harness();
+    await h.guard.ready;
+    const controller = new AbortController();
+    const pending = h.guard.check(guardCase({ tag: 'slow', mode: 'hang' }), { signal: controller.signal });
+    await vi.waitFor(() => expect(h.world.inits).toBe(1));
+    controller.abort();
+    await expect(pending).rejects.toBeInstanceOf(GuardAbortedError);
+    await vi.waitFor(() => expect(h.world.cancelled).toEqual(['slow']));
+    const after = await h.guard.check(guardCase({ tag: 'after-abort' }));
+    expect(after.message).toBe('after-abort');
+  });
+
+  it('rejects at once when the signal is already aborted', async () => {
+    const h = harness();
+    const controller = new AbortController();
+    controller.abort();
+    await expect(h.guard.check(guardCase({ tag: 'x' }), { signal: controller.signal })).rejects.toMatchObject({ code: 'aborted' });
+  });
+
+  it('answers a check that outlives timeoutMs with a failure-policy verdict and cancels it in the worker', async () => {
+    const h = harness({ guard: { timeoutMs: SHORT_TIMEOUT_MS } });
+    await h.guard.ready;
+    const verdict = await h.guard.check(guardCase({ tag: 'stuck', mode: 'hang' }));
+    expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'timeout' } });
+    await vi.waitFor(() => expect(h.world.cancelled).toEqual(['stuck']));
+  });
+
+  it('lets a timed-out call through only when onError is "allow"', async () => {
+    const h = harness({ guard: { timeoutMs: SHORT_TIMEOUT_MS, onError: 'allow' } });
+    const verdict = await h.guard.check(guardCase({ tag: 'stuck', mode: 'hang' }));
+    expect(verdict).toMatchObject({ decision: 'allow', reason: 'failure-policy', error: { code: 'timeout' } });
+  });
+
+  it('rejects every pending call with WorkerCrashedError when the worker dies, then restarts on the next call', async () => {
+    const h = harness();
+    await h.guard.ready;
+    const pending = ['x', 'y'].map((tag) => expect(h.guard.check(guardCase({ tag, mode: 'hang' }))).rejects.toBeInstanceOf(WorkerCrashedError));
+    await new Promise((r) => setImmediate(r));
+    h.workerPorts[0]!.close();
+    await Promise.all(pending);
+    const verdict = await h.guard.check(guardCase({ tag: 'after-crash' }));
+    expect(verdict.message).toBe('after-crash');
+    expect(h.world.inits).toBe(2);
+    expect(h.workerPorts).toHaveLength(2);
+  });
+
+  it('cannot restart a single Worker instance and says so with WorkerCrashedError', async () => {
+    const h = harness({ singleWorker: true });
+    await h.guard.ready;
+    h.workerPorts[0]!.close();
+    await vi.waitFor(() => expect(h.guard.check(guardCase({ tag: 'x' }))).rejects.toMatchObject({ code: 'worker-crashed' }));
+  });
+
+  it('rejects in-flight and later calls with DisposedError after dispose', async () => {
+    const h = harness();
+    await h.guard.ready;
+    const inFlight = expect(h.guard.check(guardCase({ tag: 'late', mode: 'hang' }))).rejects.toBeInstanceOf(DisposedError);
+    await h.guard.dispose();
+    await inFlight;
+    await expect(h.guard.check(guardCase({ tag: 'x' }))).rejects.toBeInstanceOf(DisposedError);
+    expect((await h.guard.status()).state).toBe('disposed');
+  });
+
+  it('runs sentence ablations through the worker for the local redactor', async () => {
+    const h = harness();
+    await expect(h.guard.scoreSentenceAblations(guardCase({}), 2, ['a', 'b', 'c'])).resolves.toEqual([0, 1, 2]);
+  });
+});
+
+describe('backend plan', () => {
+  it('falls back to wasm and says navigator.gpu is undefined when there is no WebGPU', async () => {
+    await expect(planBackends('auto', { isNode: false, gpu: undefined })).resolves.toEqual({ backends: ['wasm'], fallbackReason: 'WebGPU: navigator.gpu is undefined' });
+  });
+
+  it('falls back to wasm and says requestAdapter() returned null when there is no adapter', async () => {
+    const gpu = { requestAdapter: async () => null };
+    await expect(planBackends('auto', { isNode: false, gpu })).resolves.toEqual({ backends: ['wasm'], fallbackReason: 'WebGPU: navigator.gpu.requestAdapter() returned null' });
+  });
+
+  it('tries WebGPU then wasm when an adapter exists, and onnxruntime-node then wasm in Node', async () => {
+    await expect(planBackends('auto', { isNode: false, gpu: { requestAdapter: async () => ({}) } })).resolves.toEqual({ backends: ['webgpu', 'wasm'], fallbackReason: null });
+    await expect(planBackends('auto', { isNode: true, gpu: undefined })).resolves.toEqual({ backends: ['node', 'wasm'], fallbackReason: null });
+  });
+
+  it('refuses an explicit WebGPU request without an adapter, and the node backend in a browser', async () => {
+    await expect(planBackends('webgpu', { isNode: false, gpu: undefined })).rejects.toMatchObject({ code: 'backend-unavailable' });
+    await expect(planBackends('node', { isNode: false, gpu: undefined })).rejects.toMatchObject({ code: 'invalid-options' });
+  });
+});
