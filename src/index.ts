@@ -7,3 +7,5 @@ export * from './core/index.js';
 export * from './core/mindguard/index.js';
 export { createLocalGuard, defendWith, type LocalGuard, type LocalGuardRuntime } from './engine/local-guard.js';
 export type { FileReader, ModelManifest, ModelVariant } from './engine/model-files.js';
+export { createGuard, DEFAULT_MODEL_URL, type CreateGuardOptions, type WorkerGuard, type WorkerLike } from './client/create-guard.js';
+export type { BackendPreference, ModelLocation } from './client/protocol.js';

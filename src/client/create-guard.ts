@@ -24,7 +24,7 @@ export type { WorkerLike } from './endpoint.js';
 export interface CreateGuardOptions extends GuardOptions {
   /**
    * The worker, or a factory for one; only a factory lets the guard restart after a crash.
-   * @defaultValue a module Worker running workers/guard.worker.ts (browsers; Vite bundles it)
+   * @defaultValue a module Worker running the package's dist/worker.js (browsers)
    */
   worker?: WorkerLike | (() => WorkerLike);
   /** The model directory's URL (browser); relative URLs resolve against the page. @defaultValue 'models/edgearmor-proxy/' */
@@ -72,7 +72,8 @@ function defaultWorker(): WorkerLike {
       { option: 'worker' },
     );
   }
-  return new Worker(new URL('../../workers/guard.worker.ts', import.meta.url), { type: 'module' });
+  // Resolves to dist/worker.js in the published package; apps that bundle the sources pass their own.
+  return new Worker(new URL('../worker.js', import.meta.url), { type: 'module' });
 }
 
 function modelLocation(options: CreateGuardOptions): ModelLocation {
