@@ -1,20 +1,26 @@
 import { InvalidInputError } from './errors.js';
-import { describeType, isPlainObject, toJsonValue } from './json.js';
+import { describeType, describeValue, isPlainObject, nameProblem, textProblem, toJsonValue } from './json.js';
+import { MAX_NAME_CHARS } from './limits.js';
 import type { GuardInput, JsonObject, JsonValue, Message, MessageToolCall, Role, ToolCall, ToolSpec } from './types.js';
 
 const ROLES: readonly Role[] = ['system', 'user', 'assistant', 'tool'];
 
 function requireString(value: unknown, where: string): string {
   if (typeof value !== 'string') {
-    throw new InvalidInputError(`${where}: expected a string, received ${describeType(value)}.`, { where, received: describeType(value) });
+    throw new InvalidInputError(`${where}: expected a string, received ${describeValue(value)}.`, { where, received: describeType(value) });
   }
+  const problem = textProblem(value);
+  if (problem !== null) throw new InvalidInputError(`${where}: ${problem}.`, { where });
   return value;
 }
 
 function requireName(value: unknown, where: string): string {
-  const name = requireString(value, where);
-  if (name.length === 0) throw new InvalidInputError(`${where}: expected a non-empty name, received "".`, { where });
-  return name;
+  if (typeof value !== 'string') {
+    throw new InvalidInputError(`${where}: expected a non-empty name, received ${describeValue(value)}.`, { where, received: describeType(value) });
+  }
+  const problem = nameProblem(value, MAX_NAME_CHARS);
+  if (problem !== null) throw new InvalidInputError(`${where}: ${problem}.`, { where });
+  return value;
 }
 
 function schemaOrEmpty(value: unknown, where: string): JsonObject {
@@ -254,47 +260,4 @@ export function fromAnthropicToolUse(block: unknown): ToolCall {
   return { name: requireName(block['name'], 'action.name'), arguments: toJsonValue(block['input'] ?? {}, 'action.input') };
 }
 
-function parseStringList(value: unknown, where: string): string[] {
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) {
-    throw new InvalidInputError(`${where}: expected an array of tool names, received ${describeType(value)}.`, { where });
-  }
-  return value as string[];
-}
-
-/** Validates an unknown value as a guard case (the dev.jsonl shape; extra fields are ignored) and returns a clean copy. */
-export function parseGuardInput(value: unknown): GuardInput {
-  if (!isPlainObject(value)) throw new InvalidInputError(`input: expected a guard case object {messages, action}, received ${describeType(value)}.`);
-  const rawMessages = value['messages'];
-  if (!Array.isArray(rawMessages)) throw new InvalidInputError(`input.messages: expected an array, received ${describeType(rawMessages)}.`);
-  const messages = rawMessages.map((raw, i): Message => {
-    const where = `input.messages[${i}]`;
-    if (!isPlainObject(raw)) throw new InvalidInputError(`${where}: expected a message object, received ${describeType(raw)}.`, { where });
-    const role = raw['role'];
-    if (!ROLES.includes(role as Role)) {
-      throw new InvalidInputError(`${where}.role: received ${JSON.stringify(role)}; allowed are "system", "user", "assistant", "tool".`, { where });
-    }
-    const message: Message = { role: role as Role, content: raw['content'] === null ? '' : requireString(raw['content'], `${where}.content`) };
-    if (raw['tool_calls'] !== undefined && raw['tool_calls'] !== null) {
-      const calls = raw['tool_calls'];
-      if (!Array.isArray(calls)) throw new InvalidInputError(`${where}.tool_calls: expected an array, received ${describeType(calls)}.`, { where });
-      message.tool_calls = calls.map((c, j) => {
-        if (!isPlainObject(c)) throw new InvalidInputError(`${where}.tool_calls[${j}]: expected {name, arguments}, received ${describeType(c)}.`, { where });
-        return { name: requireName(c['name'], `${where}.tool_calls[${j}].name`), arguments: toJsonValue(c['arguments'] ?? {}, `${where}.tool_calls[${j}].arguments`) };
-      });
-    }
-    if (raw['tool_name'] !== undefined && raw['tool_name'] !== null) message.tool_name = requireString(raw['tool_name'], `${where}.tool_name`);
-    return message;
-  });
-  const rawAction = value['action'];
-  if (!isPlainObject(rawAction)) throw new InvalidInputError(`input.action: expected {name, arguments, raw_text?}, received ${describeType(rawAction)}.`);
-  const action: ToolCall = {
-    name: requireName(rawAction['name'], 'input.action.name'),
-    arguments: toJsonValue(rawAction['arguments'] ?? {}, 'input.action.arguments'),
-  };
-  if (rawAction['raw_text'] !== undefined && rawAction['raw_text'] !== null) action.raw_text = requireString(rawAction['raw_text'], 'input.action.raw_text');
-  const input: GuardInput = { messages, action };
-  if (value['untrusted_tools'] !== undefined && value['untrusted_tools'] !== null) input.untrusted_tools = parseStringList(value['untrusted_tools'], 'input.untrusted_tools');
-  if (value['trusted_tools'] !== undefined && value['trusted_tools'] !== null) input.trusted_tools = parseStringList(value['trusted_tools'], 'input.trusted_tools');
-  if (value['tools'] !== undefined && value['tools'] !== null) input.tools = normalizeTools(value['tools'], 'input.tools');
-  return input;
-}
+export { parseGuardInput } from './guard-input.js';

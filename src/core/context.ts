@@ -1,5 +1,6 @@
 import { InvalidInputError, InvalidOptionsError } from './errors.js';
 import { normalizeTools } from './adapters.js';
+import { requireSpanLimit, requireUserRequest } from './guard-input.js';
 import type { ResolvedGuardOptions } from './options.js';
 import type { GuardInput, Message, ToolCall, ToolSpec } from './types.js';
 
@@ -73,12 +74,8 @@ export function buildContext(input: GuardInput, options: ResolvedGuardOptions): 
   if (options.untrustedTools !== null && options.trustedTools !== null) {
     throw new InvalidOptionsError('Invalid options: received both untrustedTools and trustedTools; give at most one.', { option: 'untrustedTools' });
   }
+  requireUserRequest(input.messages);
   const userAll = input.messages.flatMap((m, i) => (m.role === 'user' ? [i] : []));
-  if (userAll.length === 0) {
-    throw new InvalidInputError(`input.messages: received ${input.messages.length} messages with no user message; attribution needs the user's request.`, {
-      roles: input.messages.map((m) => m.role),
-    });
-  }
   const userIndices = options.userRequest === 'last' ? userAll.slice(-1) : userAll;
   const policy = trustPolicy(input, options);
   const spans: UntrustedSpan[] = [];
@@ -87,6 +84,7 @@ export function buildContext(input: GuardInput, options: ResolvedGuardOptions): 
     const toolName = m.tool_name ?? null;
     if (isUntrustedTool(toolName, policy)) spans.push({ id: spans.length, messageIndex: i, toolName });
   });
+  requireSpanLimit(spans.length, 'untrusted spans');
   const first = spans[0];
   const masked =
     options.maskCotForScoring && first !== undefined

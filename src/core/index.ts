@@ -1,6 +1,8 @@
 export * from './types.js';
 export * from './errors.js';
-export { isPlainObject, toJsonValue } from './json.js';
+export { isPlainObject, toJsonValue, firstLoneSurrogate } from './json.js';
+export * from './limits.js';
+export { GuardCaseSchema, requireUserRequest, type ParsedGuardCase } from './guard-input.js';
 export * from './adapters.js';
 export * from './options.js';
 export * from './context.js';

@@ -1,35 +1,12 @@
 import { InvalidInputError } from './errors.js';
+import { MAX_FIELD_CHARS, MAX_JSON_DEPTH } from './limits.js';
 import type { JsonObject, JsonValue } from './types.js';
 
-/** Whether a value is a plain (non-array, non-null) object. */
+/** Whether a value is a plain object: an object literal or `Object.create(null)`, not an array, Date, Map or class instance. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-/** Checks that a value is JSON (finite numbers, no undefined, functions or cycles) and returns it typed. */
-export function toJsonValue(value: unknown, where: string, seen: Set<object> = new Set()): JsonValue {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new InvalidInputError(`${where}: received the number ${value}; only finite numbers are JSON.`, { where });
-    return value;
-  }
-  if (typeof value === 'object') {
-    if (seen.has(value)) throw new InvalidInputError(`${where}: received a cyclic object; JSON values cannot contain cycles.`, { where });
-    seen.add(value);
-    try {
-      if (Array.isArray(value)) return value.map((v, i) => toJsonValue(v, `${where}[${i}]`, seen));
-      const out: JsonObject = {};
-      for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-        // JSON.stringify drops undefined members, so accept and drop them too.
-        if (v === undefined) continue;
-        out[k] = toJsonValue(v, `${where}.${k}`, seen);
-      }
-      return out;
-    } finally {
-      seen.delete(value);
-    }
-  }
-  throw new InvalidInputError(`${where}: received a value of type ${typeof value}; allowed are JSON values (null, boolean, number, string, array, object).`, { where });
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
 }
 
 /** Describes a value's type for error messages. */
@@ -37,4 +14,126 @@ export function describeType(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'array';
   return typeof value;
+}
+
+/** Describes a received value for error messages: its type and, for scalars, a short preview. */
+export function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing (the field is missing or undefined)';
+  if (value === null) return 'null';
+  if (typeof value === 'string') {
+    const preview = JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
+    return value.length > 40 ? `the string ${preview} (${value.length} characters)` : `the string ${preview}`;
+  }
+  if (typeof value === 'number') return `the number ${String(value)}`;
+  if (typeof value === 'boolean') return `the boolean ${String(value)}`;
+  if (typeof value === 'bigint') return `the BigInt ${String(value)}n`;
+  if (typeof value === 'symbol') return 'a symbol';
+  if (typeof value === 'function') return 'a function';
+  if (Array.isArray(value)) return `an array of ${value.length} item${value.length === 1 ? "" : "s"}`;
+  if (isPlainObject(value)) return 'an object';
+  const ctor = (value as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof ctor === 'string' && ctor !== '' ? `an instance of ${ctor}` : 'a non-plain object';
+}
+
+/** Index of the first lone (unpaired) UTF-16 surrogate in a string, or -1 when the string is well-formed. */
+export function firstLoneSurrogate(text: string): number {
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = i + 1 < text.length ? text.charCodeAt(i + 1) : 0;
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        i += 1;
+        continue;
+      }
+      return i;
+    }
+    if (c >= 0xdc00 && c <= 0xdfff) return i;
+  }
+  return -1;
+}
+
+/** Why a text field is unacceptable (lone surrogate, over MAX_FIELD_CHARS), or null; NUL and other control characters are valid text. */
+export function textProblem(text: string, maxChars: number = MAX_FIELD_CHARS): string | null {
+  if (text.length > maxChars) return `received ${text.length} characters; at most ${maxChars} are allowed`;
+  const bad = firstLoneSurrogate(text);
+  if (bad >= 0) {
+    // A lone surrogate has no UTF-8 encoding: the tokenizer would replace it with U+FFFD, so the proxy would score different text.
+    return `received a lone UTF-16 surrogate (U+${text.charCodeAt(bad).toString(16).toUpperCase()}) at index ${bad}; allowed is well-formed UTF-16 text`;
+  }
+  return null;
+}
+
+/** Why a name (tool name, action name) is unacceptable (empty, NUL or control characters, too long, lone surrogate), or null. */
+export function nameProblem(name: string, maxChars: number): string | null {
+  if (name.length === 0) return 'received ""; allowed is a non-empty name';
+  const control = /[\u0000-\u001f\u007f]/.exec(name);
+  if (control !== null) {
+    return `received a control character (U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}) at index ${control.index}; names may not contain NUL or other control characters`;
+  }
+  return textProblem(name, maxChars);
+}
+
+function keyPath(key: string): string {
+  return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+function invalid(where: string, rel: string, reason: string): InvalidInputError {
+  return new InvalidInputError(`${where}${rel}: ${reason}.`, { where: `${where}${rel}`, relativePath: rel, reason });
+}
+
+function walk(value: unknown, where: string, rel: string, depth: number, seen: Set<object>): JsonValue {
+  if (value === null || typeof value === 'boolean') return value;
+  if (typeof value === 'string') {
+    const problem = textProblem(value);
+    if (problem !== null) throw invalid(where, rel, problem);
+    return value;
+  }
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw invalid(where, rel, `received the number ${value}; allowed are finite numbers (JSON has no NaN or Infinity)`);
+    return value;
+  }
+  if (typeof value === 'object') {
+    if (depth >= MAX_JSON_DEPTH) throw invalid(where, rel, `received a value nested deeper than ${MAX_JSON_DEPTH} levels; at most ${MAX_JSON_DEPTH} are allowed`);
+    if (seen.has(value)) throw invalid(where, rel, 'received a cyclic reference; JSON values cannot contain cycles');
+    seen.add(value);
+    try {
+      if (Array.isArray(value)) {
+        const out: JsonValue[] = [];
+        for (let i = 0; i < value.length; i += 1) {
+          const item = value[i] as unknown;
+          if (item === undefined) throw invalid(where, `${rel}[${i}]`, 'received undefined (or an array hole); allowed are JSON values (null, boolean, number, string, array, object)');
+          out.push(walk(item, where, `${rel}[${i}]`, depth + 1, seen));
+        }
+        return out;
+      }
+      if (!isPlainObject(value)) {
+        throw invalid(where, rel, `received ${describeValue(value)}; allowed are JSON values (null, boolean, number, string, array, plain object)`);
+      }
+      const out: JsonObject = {};
+      for (const key of Object.keys(value)) {
+        const keyProblem = textProblem(key);
+        if (keyProblem !== null) throw invalid(where, `${rel}${keyPath(key.slice(0, 40))}`, `key: ${keyProblem}`);
+        const member = value[key];
+        // JSON.stringify would silently drop an undefined member; the guard scores exactly what it was given, so it refuses instead.
+        if (member === undefined) throw invalid(where, `${rel}${keyPath(key)}`, 'received undefined; allowed are JSON values (use null, or leave the key out)');
+        // defineProperty keeps "__proto__" an own data key instead of changing the prototype.
+        Object.defineProperty(out, key, { value: walk(member, where, `${rel}${keyPath(key)}`, depth + 1, seen), enumerable: true, writable: true, configurable: true });
+      }
+      return out;
+    } finally {
+      seen.delete(value);
+    }
+  }
+  throw invalid(where, rel, `received ${describeValue(value)}; allowed are JSON values (null, boolean, number, string, array, object)`);
+}
+
+/** Checks that a value is JSON (finite numbers, plain objects, well-formed strings, no undefined, functions, cycles or excess depth) and returns a clean copy. */
+export function toJsonValue(value: unknown, where: string): JsonValue {
+  try {
+    return walk(value, where, '', 0, new Set());
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw error;
+    // Getters and proxies can throw anything while being read; that is bad input, not a guard bug.
+    throw new InvalidInputError(`${where}: the value could not be read as JSON (${error instanceof Error ? error.message : String(error)}).`, { where }, { cause: error });
+  }
 }
