@@ -3,16 +3,18 @@
  * evidence per case. Options come from flags, then EDGEARMOR_* (or CAUSAL_ARMOR_*) variables, then
  * edgearmor.config.json, then the library's defaults.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseGuardInput } from '../core/adapters.js';
-import { EdgeArmorError, InvalidInputError, InvalidOptionsError } from '../core/errors.js';
-import { mergeOptions, optionsFromEnv, resolveOptions, type GuardOptions } from '../core/options.js';
+import { EdgeArmorError, InvalidInputError } from '../core/errors.js';
+import { fail, guardOptionsFrom, GUARD_FLAGS } from './flags.js';
 import type { GuardInput } from '../core/types.js';
 import type { ToolPoisoningVerdict } from '../core/tool-poisoning.js';
 import type { Verdict } from '../core/verdict.js';
 
 const USAGE = `usage: edgearmor check <cases.json|cases.jsonl> [options]
+       edgearmor eval <cases.jsonl> [...] [options]   (see edgearmor eval --help)
 
 Checks each guard case ({messages, action, tools?, untrusted_tools?, trusted_tools?}) with the
 embedded proxy model and prints the verdict with its log-probs and normalised deltas.
@@ -37,29 +39,6 @@ options:
 interface NumberedCase {
   id: string;
   input: GuardInput;
-}
-
-function fail(message: string): never {
-  process.stderr.write(`edgearmor: ${message.split('\n')[0]}\n`);
-  process.exit(2);
-}
-
-function list(value: string | undefined): string[] | undefined {
-  return value === undefined ? undefined : value.split(',').map((s) => s.trim()).filter(Boolean);
-}
-
-function bool(value: string | undefined, flag: string): boolean | undefined {
-  if (value === undefined) return undefined;
-  if (value === 'true' || value === '1') return true;
-  if (value === 'false' || value === '0') return false;
-  throw new InvalidOptionsError(`${flag}: received "${value}"; allowed: true, false`, { option: flag });
-}
-
-function num(value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidOptionsError(`${flag}: received "${value}"; allowed: a finite number`, { option: flag });
-  return n;
 }
 
 /** Reads guard cases from a .json (one case or an array) or .jsonl file; every case is validated. */
@@ -176,18 +155,7 @@ async function check(args: string[]): Promise<void> {
     allowPositionals: true,
     options: {
       json: { type: 'boolean' },
-      model: { type: 'string' },
-      variant: { type: 'string' },
-      config: { type: 'string' },
-      tau: { type: 'string' },
-      rule: { type: 'string' },
-      'user-request': { type: 'string' },
-      'mask-cot-for-scoring': { type: 'string' },
-      'action-text': { type: 'string' },
-      'on-error': { type: 'string' },
-      'untrusted-tools': { type: 'string' },
-      'trusted-tools': { type: 'string' },
-      'privileged-tools': { type: 'string' },
+      ...GUARD_FLAGS,
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -196,30 +164,7 @@ async function check(args: string[]): Promise<void> {
     return;
   }
   if (positionals.length !== 1) fail(`check takes one file, received ${positionals.length}; see edgearmor check --help`);
-  const variant = values.variant ?? 'q4';
-  if (variant !== 'q4' && variant !== 'fp32') fail(`--variant: received "${variant}"; allowed: q4, fp32`);
-  const flags = {
-    tau: num(values.tau, '--tau'),
-    rule: values.rule,
-    userRequest: values['user-request'],
-    maskCotForScoring: bool(values['mask-cot-for-scoring'], '--mask-cot-for-scoring'),
-    actionText: values['action-text'],
-    onError: values['on-error'],
-    untrustedTools: list(values['untrusted-tools']),
-    trustedTools: list(values['trusted-tools']),
-    privilegedTools: list(values['privileged-tools']),
-  } as GuardOptions;
-  const configPath = values.config ?? (existsSync('edgearmor.config.json') ? 'edgearmor.config.json' : undefined);
-  let config: GuardOptions | undefined;
-  if (configPath !== undefined) {
-    try {
-      config = JSON.parse(readFileSync(configPath, 'utf8')) as GuardOptions;
-    } catch (e) {
-      fail(`${configPath}: ${(e as Error).message}`);
-    }
-  }
-  const options = mergeOptions(flags, optionsFromEnv(process.env), config);
-  resolveOptions(options); // validates before the model loads
+  const { options, variant } = guardOptionsFrom(values);
   const cases = readCases(positionals[0]!);
 
   // The engine (onnxruntime, transformers.js) loads only after the input has been validated.
@@ -240,16 +185,25 @@ export async function main(argv: string[]): Promise<void> {
     switch (command) {
       case 'check':
         return await check(rest);
+      case 'eval': {
+        const { evalCommand } = await import('./eval-command.js');
+        return await evalCommand(rest);
+      }
       case undefined:
       case '-h':
       case '--help':
         process.stdout.write(`${USAGE}\n`);
         return;
       default:
-        fail(`unknown command "${command}"; allowed: check`);
+        fail(`unknown command "${command}"; allowed: check, eval`);
     }
   } catch (e) {
     if (e instanceof EdgeArmorError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) fail((e as Error).message);
     throw e;
   }
+}
+
+// Run when executed directly (`tsx src/cli/edgearmor.ts ...`, the npm scripts); bin/edgearmor.js calls main itself.
+if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url))) {
+  await main(process.argv.slice(2));
 }

@@ -10,7 +10,7 @@ import type { ActionTextMode } from '../core/options.js';
 import { callJson, formatJson, encodeActionCall, encodeActionRaw, encodeBos, encodeMessage, encodeToolDef } from './chat-format.js';
 import type { ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
-import { scoreSequences, type ActionAttention, type ModelDims } from './scorer.js';
+import { scoreSequences, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
 
 /** Options for {@link createEngine}. */
@@ -83,6 +83,8 @@ export interface ProxyEngine {
   readonly info: EngineInfo;
   readonly tokenizer: ProxyTokenizer;
   score(request: ScoreRequest): Promise<EngineScores>;
+  /** Scores raw token sequences (context ids, then action ids) as given: for baselines that build their own prompts. */
+  scoreTokens(sequences: readonly ScoreSequence[], signal?: AbortSignal): Promise<ScoreResult[]>;
   dispose(): Promise<void>;
 }
 
@@ -134,6 +136,7 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
     info,
     tokenizer,
     score: (request) => scoreRequest(tokenizer, session, dims, info, request, options.maxBatchTokens ?? 8192),
+    scoreTokens: (sequences, signal) => scoreSequences(session, dims, sequences, { maxBatchTokens: options.maxBatchTokens ?? 8192, ...(signal ? { signal } : {}) }),
     dispose: () => session.release(),
   };
 }

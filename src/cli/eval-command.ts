@@ -1,0 +1,126 @@
+/**
+ * `edgearmor eval <cases.jsonl> [...]`: runs the guard and the baselines on labelled guard cases and
+ * writes results.json, summary.json and a self-contained report.html.
+ */
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  createConstantBaseline,
+  createProgress,
+  createRegexBaseline,
+  evaluate,
+  guardMethod,
+  readEvalCases,
+  sampleCases,
+  type EvalCase,
+  type EvalMethod,
+} from '../eval/index.js';
+import { resolveOptions } from '../core/options.js';
+import { fail, guardOptionsFrom, GUARD_FLAGS } from './flags.js';
+
+const EVAL_USAGE = `usage: edgearmor eval <cases.jsonl> [more.jsonl ...] [options]
+
+Runs the guard and the baselines on labelled guard cases (label injected|benign, optional suite,
+attack, pipeline, injected_in, poisoned_tool) and reports TPR, FPR, ROC-AUC, AP, TPR at 1%/5% FPR,
+attribution accuracy, confusion tables per suite/attack/pipeline and latency.
+
+options:
+  --json                     print the summary object as the last line of stdout
+  --limit <N>                evaluate a deterministic sample of N cases (stratified by file and label)
+  --seed <S>                 sample seed (default 0)
+  --out <dir>                where results.json, summary.json and report.html go (default eval/results/<date>/)
+  --baselines <list>         regex,reference,never,always (default: all), or none
+  --no-baselines             same as --baselines none
+  --model <dir>              a model directory (default: the embedded model)
+  --variant <q4|fp32>        model file variant (default q4)
+  --config, --tau, --rule, --user-request, --mask-cot-for-scoring, --action-text, --on-error,
+  --untrusted-tools, --trusted-tools, --privileged-tools: guard options, as for check
+  -h, --help`;
+
+const BASELINES = ['regex', 'reference', 'never', 'always'] as const;
+type BaselineName = (typeof BASELINES)[number];
+
+function parseBaselines(value: string | undefined, off: boolean | undefined): BaselineName[] {
+  if (off) return [];
+  if (value === undefined) return [...BASELINES];
+  if (value === 'none') return [];
+  const names = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const n of names) if (!(BASELINES as readonly string[]).includes(n)) fail(`--baselines: received "${n}"; allowed: ${BASELINES.join(', ')}, none`);
+  return names as BaselineName[];
+}
+
+function intFlag(value: string | undefined, flag: string, min: number): number | null {
+  if (value === undefined) return null;
+  const n = Number(value);
+  if (!/^-?\d+$/.test(value.trim()) || n < min) fail(`${flag}: received "${value}"; allowed: an integer >= ${min}`);
+  return n;
+}
+
+/** Runs the eval subcommand with its arguments. */
+export async function evalCommand(args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      json: { type: 'boolean' },
+      limit: { type: 'string' },
+      seed: { type: 'string' },
+      out: { type: 'string' },
+      baselines: { type: 'string' },
+      'no-baselines': { type: 'boolean' },
+      ...GUARD_FLAGS,
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${EVAL_USAGE}\n`);
+    return;
+  }
+  if (positionals.length === 0) fail('eval takes at least one cases file; see edgearmor eval --help');
+  const limit = intFlag(values.limit, '--limit', 1);
+  const seed = intFlag(values.seed, '--seed', 0) ?? 0;
+  const baselines = parseBaselines(values.baselines, values['no-baselines']);
+  const { options, variant } = guardOptionsFrom(values);
+  const all: EvalCase[] = positionals.flatMap((p) => readEvalCases(p));
+  const cases = sampleCases(all, limit, seed);
+  const date = new Date().toISOString().slice(0, 10);
+  const outDir = values.out ?? join('eval', 'results', date);
+
+  // The engine (onnxruntime, transformers.js) loads only after the input has been validated.
+  const { createNodeGuard, embeddedModelDir } = await import('../node.js');
+  const modelDir = values.model ?? embeddedModelDir();
+  const guard = createNodeGuard({ ...options, modelDir, modelVariant: variant });
+  const status = await guard.ready;
+  const methods: EvalMethod[] = [guardMethod(guard)];
+  let disposeReference: (() => Promise<void>) | null = null;
+  for (const b of baselines) {
+    if (b === 'regex') methods.push(createRegexBaseline());
+    if (b === 'never') methods.push(createConstantBaseline(false));
+    if (b === 'always') methods.push(createConstantBaseline(true));
+    if (b === 'reference') {
+      const { createReferenceFromModel } = await import('../eval/reference-engine.js');
+      const ref = await createReferenceFromModel(modelDir, variant, resolveOptions(options).tau);
+      methods.push(ref.method);
+      disposeReference = ref.dispose;
+    }
+  }
+  process.stderr.write(`edgearmor eval: ${cases.length} of ${all.length} cases, methods ${methods.map((m) => m.name).join(', ')}, model ${status.model ?? modelDir} on ${status.backend ?? '?'}\n`);
+  const out = await evaluate(
+    cases,
+    methods,
+    { date, files: positionals, model: `${status.model ?? modelDir} (${variant})`, seed, limit, options: options as Record<string, unknown> },
+    { outDir, progress: createProgress(cases.length, process.stderr) },
+  );
+  await guard.dispose();
+  await disposeReference?.();
+  const lines = out.methods.map(
+    (m) =>
+      `${m.method.padEnd(22)} TPR ${fmt(m.tpr)}  FPR ${fmt(m.fpr)}  AUC ${fmt(m.roc_auc)}  AP ${fmt(m.average_precision)}  TPR@1% ${fmt(m.tpr_at_1pct_fpr)}  TPR@5% ${fmt(m.tpr_at_5pct_fpr)}  attr ${fmt(m.attribution_accuracy)}  p50 ${fmt(m.latency_ms.p50, 0)}ms`,
+  );
+  process.stdout.write(`${lines.join('\n')}\nwrote ${out.files!.results}, ${out.files!.summary}, ${out.files!.report}\n`);
+  if (values.json) process.stdout.write(`${JSON.stringify(out.summary)}\n`);
+}
+
+function fmt(x: number | null, digits = 3): string {
+  return x === null ? '  -  ' : x.toFixed(digits);
+}

@@ -1,0 +1,77 @@
+/**
+ * Flag parsing shared by the CLI's subcommands: one-line errors with exit status 2, and guard
+ * options merged from flags, EDGEARMOR_* variables and edgearmor.config.json.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { InvalidOptionsError } from '../core/errors.js';
+import { mergeOptions, optionsFromEnv, resolveOptions, type GuardOptions } from '../core/options.js';
+
+/** Prints a one-line error and exits with status 2. */
+export function fail(message: string): never {
+  process.stderr.write(`edgearmor: ${message.split('\n')[0]}\n`);
+  process.exit(2);
+}
+
+export function list(value: string | undefined): string[] | undefined {
+  return value === undefined ? undefined : value.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+export function bool(value: string | undefined, flag: string): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  throw new InvalidOptionsError(`${flag}: received "${value}"; allowed: true, false`, { option: flag });
+}
+
+export function num(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidOptionsError(`${flag}: received "${value}"; allowed: a finite number`, { option: flag });
+  return n;
+}
+
+
+/** The guard flags shared by check and eval. */
+export const GUARD_FLAGS = {
+  model: { type: 'string' },
+  variant: { type: 'string' },
+  config: { type: 'string' },
+  tau: { type: 'string' },
+  rule: { type: 'string' },
+  'user-request': { type: 'string' },
+  'mask-cot-for-scoring': { type: 'string' },
+  'action-text': { type: 'string' },
+  'on-error': { type: 'string' },
+  'untrusted-tools': { type: 'string' },
+  'trusted-tools': { type: 'string' },
+  'privileged-tools': { type: 'string' },
+} as const;
+
+/** Merges flags, environment and config file into validated guard options (before any model loads). */
+export function guardOptionsFrom(values: Partial<Record<keyof typeof GUARD_FLAGS, string | undefined>>): { options: GuardOptions; variant: 'q4' | 'fp32' } {
+  const variant = values.variant ?? 'q4';
+  if (variant !== 'q4' && variant !== 'fp32') fail(`--variant: received "${variant}"; allowed: q4, fp32`);
+  const flags = {
+    tau: num(values.tau, '--tau'),
+    rule: values.rule,
+    userRequest: values['user-request'],
+    maskCotForScoring: bool(values['mask-cot-for-scoring'], '--mask-cot-for-scoring'),
+    actionText: values['action-text'],
+    onError: values['on-error'],
+    untrustedTools: list(values['untrusted-tools']),
+    trustedTools: list(values['trusted-tools']),
+    privilegedTools: list(values['privileged-tools']),
+  } as GuardOptions;
+  const configPath = values.config ?? (existsSync('edgearmor.config.json') ? 'edgearmor.config.json' : undefined);
+  let config: GuardOptions | undefined;
+  if (configPath !== undefined) {
+    try {
+      config = JSON.parse(readFileSync(configPath, 'utf8')) as GuardOptions;
+    } catch (e) {
+      fail(`${configPath}: ${(e as Error).message}`);
+    }
+  }
+  const options = mergeOptions(flags, optionsFromEnv(process.env), config);
+  resolveOptions(options); // validates before the model loads
+  return { options, variant };
+}

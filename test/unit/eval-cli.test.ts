@@ -1,0 +1,38 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'src/cli/edgearmor.ts');
+const TSX = join(ROOT, 'node_modules/.bin/tsx');
+const FIXTURE = join(ROOT, 'test/fixtures/adversarial.jsonl');
+const DEV_MODEL = join(ROOT, '.dev-model');
+const CLI_TIMEOUT_MS = 120_000;
+
+describe('edgearmor eval', () => {
+  it('rejects bad input with a one-line error and exit status 2 before loading a model', () => {
+    const r = spawnSync(TSX, [CLI, 'eval', FIXTURE, '--limit', 'x', '--model', '/nonexistent'], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr.trim().split('\n')).toEqual(['edgearmor: --limit: received "x"; allowed: an integer >= 1']);
+    const b = spawnSync(TSX, [CLI, 'eval', FIXTURE, '--baselines', 'oracle'], { encoding: 'utf8' });
+    expect(b.status).toBe(2);
+    expect(b.stderr).toContain('allowed: regex, reference, never, always, none');
+  });
+
+  // Runs only where the ignored random-weight dev model exists; its numbers are meaningless, the output format is the point.
+  it.skipIf(!existsSync(DEV_MODEL))('prints the summary object as the last line with --json', () => {
+    const out = mkdtempSync(join(tmpdir(), 'edgearmor-eval-cli-'));
+    const stdout = execFileSync(TSX, [CLI, 'eval', FIXTURE, '--limit', '6', '--seed', '2', '--model', DEV_MODEL, '--out', out, '--json'], {
+      encoding: 'utf8',
+      timeout: CLI_TIMEOUT_MS,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+    expect(summary).toMatchObject({ n: 6, method: 'edgearmor' });
+    for (const k of ['tpr', 'fpr', 'roc_auc', 'average_precision', 'attribution_accuracy', 'by_suite', 'methods']) expect(summary).toHaveProperty(k);
+    expect(Object.keys(summary['methods'] as object)).toEqual(['edgearmor', 'regex', 'reference-causalarmor', 'never-flag', 'always-flag']);
+    expect(existsSync(join(out, 'report.html'))).toBe(true);
+  }, CLI_TIMEOUT_MS);
+});
