@@ -149,6 +149,8 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
       proxy: engine.info.model,
       timings: { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded },
     });
+    const cut = scores.truncation;
+    if (cut.droppedToolDefinitions || Object.keys(cut.shortenedMessages).length > 0) verdict.truncation = cut;
     if (hasTools) {
       const tAttention = now();
       verdict.toolPoisoning = toolPoisoningOf(context, scores, attribution, withAttention, engine.info.attention);
