@@ -29,7 +29,7 @@ export interface EngineOptions {
    * @defaultValue 'prefix'
    */
   scoring?: ScoringMode;
-  /** Estimated bytes per forward pass on the 'prefix' path (KV, attention, activations, logits). @defaultValue 256 MiB */
+  /** Estimated bytes per forward pass on the 'prefix' path (KV, attention, activations, logits). @defaultValue 64 MiB */
   maxBatchBytes?: number;
 }
 

@@ -25,7 +25,7 @@ export interface PrefixScoreOptions {
   /**
    * Estimated bytes one forward pass may use (past and present KV, attention scores, activations, kept
    * logits) plus the caches held for later rows; micro-batches and chunks are sized to stay under it.
-   * @defaultValue 268435456 (256 MiB)
+   * @defaultValue 67108864 (64 MiB)
    */
   maxBatchBytes?: number;
   signal?: AbortSignal;
@@ -43,6 +43,10 @@ export interface PrefixScoreStats {
   forwardPasses: number;
   /** Largest estimated bytes of one forward pass plus held caches. */
   peakEstimatedBytes: number;
+  /** Sum over computed tokens of the keys each attends to (past + itself), for FLOP counts. */
+  attendedKeys: number;
+  /** Logits rows materialised (rows x num_logits_to_keep), for FLOP counts. */
+  logitRows: number;
 }
 
 /** Results in input order, and what it cost. */
@@ -52,9 +56,13 @@ export interface PrefixScoreOutput {
 }
 
 /** Default byte budget of {@link PrefixScoreOptions.maxBatchBytes}. */
-export const DEFAULT_MAX_BATCH_BYTES = 256 * 1024 * 1024;
+export const DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024;
 
 const F32 = 4;
+/** Padded / real new tokens a micro-batch may reach before a row goes to the next one. */
+const PADDING_SLACK = 1.25;
+/** Smallest non-final chunk of a row split to fit the budget. */
+const MIN_CHUNK_TOKENS = 64;
 
 /** A KV cache of one row: per layer, key and value [kvHeads, length, headDim]. */
 interface KvCache {
@@ -106,7 +114,8 @@ export function estimateForwardBytes(dims: ModelDims, batch: number, past: numbe
  */
 export function minimumBudgetBytes(dims: ModelDims, maxLength: number, actionLength: number): number {
   const keep = actionLength + 1;
-  return maxLength * kvBytesPerToken(dims) + estimateForwardBytes(dims, 1, maxLength, keep, keep);
+  const chunk = Math.max(keep, MIN_CHUNK_TOKENS);
+  return maxLength * kvBytesPerToken(dims) + estimateForwardBytes(dims, 1, maxLength, chunk, keep);
 }
 
 function lcp(a: readonly number[], b: readonly number[]): number {
@@ -161,6 +170,8 @@ export async function scoreSequencesShared(
     naiveTokens: full.reduce((a, s) => a + s.length, 0),
     forwardPasses: 0,
     peakEstimatedBytes: 0,
+    attendedKeys: 0,
+    logitRows: 0,
   };
   const results = new Array<ScoreResult>(n);
   if (n === 0) return { results, stats };
@@ -283,7 +294,13 @@ async function runJobs(
       outs[i] = await runChunked(session, dims, job, budget, heldBytes, stats, signal);
       continue;
     }
-    if (cur.length > 0 && cost([...cur.map((k) => jobs[k]!), job]) > budget) await flush();
+    if (cur.length > 0) {
+      const rows = [...cur.map((k) => jobs[k]!), job];
+      // Rows are padded to the longest: past a PADDING_SLACK of wasted positions, separate passes are cheaper.
+      const padded = rows.length * job.tokens.length;
+      const real = rows.reduce((a, j) => a + j.tokens.length, 0);
+      if (cost(rows) > budget || padded > PADDING_SLACK * real) await flush();
+    }
     cur.push(i);
   }
   await flush();
@@ -319,7 +336,8 @@ async function runChunked(
         if (fits(mid, 1)) lo = mid;
         else hi = mid - 1;
       }
-      size = Math.max(1, Math.min(lo, remaining - keep));
+      // Below MIN_CHUNK_TOKENS per-pass overhead dominates; a budget that small is not honoured (minimumBudgetBytes).
+      size = Math.min(Math.max(lo, MIN_CHUNK_TOKENS), remaining - keep);
     }
     const last = offset + size === job.tokens.length;
     const row: RowJob = {
@@ -363,7 +381,9 @@ async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJ
       pos[r * S + S - s + k] = BigInt(j.pastLength + k);
     }
     stats.computedTokens += s;
+    stats.attendedKeys += s * j.pastLength + (s * (s + 1)) / 2;
   });
+  stats.logitRows += b * keep;
   const feeds: Record<string, Tensor> = {
     input_ids: session.makeInt64(ids, [b, S]),
     attention_mask: session.makeInt64(mask, [b, T]),
