@@ -109,8 +109,8 @@ for (const { name, backend } of BACKENDS) {
           c.sequences.forEach((_, i) => expect(maxDiff(shared.results[i]!.tokenLogProbs, naive[i]!.tokenLogProbs)).toBeLessThan(LOGPROB_TOL));
           expect(shared.stats.computedTokens).toBe(shared.stats.trieMinimumTokens);
           expect(shared.stats.computedTokens).toBeLessThan(shared.stats.naiveTokens);
-          // Leave-one-out needs two rounds: `full`, then every branch in one batch.
-          expect(shared.stats.forwardPasses).toBe(2);
+          // `full` once, then the branches in micro-batches of similar length: never a pass per token.
+          expect(shared.stats.forwardPasses).toBeLessThanOrEqual(c.sequences.length);
         });
 
         it(`gives the one-shot result under a small memory budget with ${spans} span(s)${withTools ? ' and tool variants' : ''}`, async () => {
@@ -120,7 +120,9 @@ for (const { name, backend } of BACKENDS) {
           const budget = Math.max(SMALL_BUDGET_BYTES, minimumBudgetBytes(dims, longest, c.sequences[0]!.action.length));
           const small = await scoreSequencesShared(session, dims, c.sequences, { maxBatchBytes: budget });
           c.sequences.forEach((_, i) => expect(maxDiff(small.results[i]!.tokenLogProbs, oneShot.results[i]!.tokenLogProbs)).toBeLessThan(LOGPROB_TOL));
-          expect(small.stats.forwardPasses).toBeGreaterThan(oneShot.stats.forwardPasses);
+          // For the smallest and largest cases the floor (minimumBudgetBytes) can exceed the one-shot need: nothing to split.
+          if (oneShot.stats.peakEstimatedBytes > budget) expect(small.stats.forwardPasses).toBeGreaterThan(oneShot.stats.forwardPasses);
+          if (spans === 3) expect(oneShot.stats.peakEstimatedBytes).toBeGreaterThan(budget);
           expect(small.stats.computedTokens).toBe(small.stats.trieMinimumTokens);
           expect(small.stats.peakEstimatedBytes).toBeLessThanOrEqual(budget);
         });
