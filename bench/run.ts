@@ -300,7 +300,11 @@ async function child(name: BackendName, quick: boolean): Promise<void> {
   };
   // wasm is ~4x slower than onnxruntime-node: its full run covers 512 tokens and the 2k / 3-span standard case.
   const all = SIZES.flatMap((tokens) => SPANS.map((spans) => ({ tokens, spans })));
-  const specs: CaseSpec[] = quick
+  const casesArg = process.argv.indexOf('--cases');
+  const picked = casesArg >= 0 ? process.argv[casesArg + 1]!.split(',').map((c) => c.split('x').map(Number) as [number, number]) : undefined;
+  const specs: CaseSpec[] = picked
+    ? picked.map(([tokens, spans]) => ({ tokens, spans }))
+    : quick
     ? [{ tokens: 2048, spans: 3 }]
     : backend === 'node'
       ? all
@@ -308,8 +312,9 @@ async function child(name: BackendName, quick: boolean): Promise<void> {
   const out: CaseResult[] = [];
   for (const spec of specs) {
     const c = tok ? buildCase(tok, spec) : syntheticCase(dims, spec);
-    const reps = quick ? 5 : spec.tokens >= 4096 ? 3 : spec.tokens >= 2048 ? 5 : 7;
-    const r = await benchCase(bs, dims, spec, c.sequences, c.contextTokens, backend === 'wasm' && spec.tokens >= 2048 ? 2 : reps);
+    const repsArg = process.argv.indexOf('--reps');
+    const reps = repsArg >= 0 ? Number(process.argv[repsArg + 1]) : quick ? 5 : spec.tokens >= 4096 ? 3 : spec.tokens >= 2048 ? 5 : 7;
+    const r = await benchCase(bs, dims, spec, c.sequences, c.contextTokens, backend === 'wasm' && spec.tokens >= 2048 ? Math.min(2, reps) : reps);
     process.stderr.write(`${bs.name} ${spec.tokens}/${spec.spans}: ${JSON.stringify(r)}\n`);
     out.push(r);
   }
@@ -333,6 +338,15 @@ function table(rows: CaseResult[]): string {
   return [head, sep, ...lines].join('\n');
 }
 
+function passThrough(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const flag of ['--cases', '--reps']) {
+    const i = args.indexOf(flag);
+    if (i >= 0) out.push(flag, args[i + 1]!);
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const childIdx = args.indexOf('--child');
@@ -348,7 +362,7 @@ async function main(): Promise<void> {
   const all: CaseResult[] = [];
   let tokenizer = '';
   for (const name of names) {
-    const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--child', name, ...(quick ? ['--quick'] : [])], {
+    const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--child', name, ...(quick ? ['--quick'] : []), ...passThrough(args)], {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'inherit'],
       maxBuffer: 64 * 2 ** 20,
@@ -358,6 +372,12 @@ async function main(): Promise<void> {
     tokenizer = parsed.tokenizer;
     all.push(...parsed.results);
     const file = `${ROOT}bench/results/${date}-${name}${quick ? '-quick' : ''}.json`;
+    // Runs of a subset (--cases) merge into the day's file, replacing the cases they re-measured.
+    if (existsSync(file) && args.includes('--cases')) {
+      const old = (JSON.parse(readFileSync(file, 'utf8')) as { results: CaseResult[] }).results;
+      const fresh = new Set(parsed.results.map((r) => `${r.tokens}x${r.spans}`));
+      parsed.results = [...old.filter((r) => !fresh.has(`${r.tokens}x${r.spans}`)), ...parsed.results].sort((a, b) => a.tokens - b.tokens || a.spans - b.spans);
+    }
     const model = JSON.parse(readFileSync(`${MODEL_DIR}config.json`, 'utf8')) as unknown;
     writeFileSync(file, JSON.stringify({ date, machine: machine(), model: { dir: '.bench-model (random weights, embedded shapes, 4,608 positions)', config: model }, cases: tokenizer, results: parsed.results }, null, 2) + '\n');
   }
