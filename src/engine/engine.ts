@@ -10,6 +10,7 @@ import type { ActionTextMode } from '../core/options.js';
 import { callJson, formatJson, encodeActionCall, encodeActionRaw, encodeBos, encodeMessage, encodeToolDef } from './chat-format.js';
 import type { ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
+import { scoreSequencesShared } from './prefix-scorer.js';
 import { scoreSequences, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
 
@@ -20,9 +21,20 @@ export interface EngineOptions {
   wasmThreads?: number;
   /** onnxruntime-web's .wasm location, served by the app itself. */
   wasmPaths?: string | Record<string, string>;
-  /** Padded tokens per forward pass; bounds memory. @defaultValue 8192 */
+  /** Padded tokens per forward pass of the 'naive' scoring path. @defaultValue 8192 */
   maxBatchTokens?: number;
+  /**
+   * 'prefix': compute each shared token prefix of the variants once and branch from its KV cache
+   * (prefix-scorer.ts); 'naive': every variant's full sequence, batched (the reference path).
+   * @defaultValue 'prefix'
+   */
+  scoring?: ScoringMode;
+  /** Estimated bytes per forward pass on the 'prefix' path (KV, attention, activations, logits). @defaultValue 64 MiB */
+  maxBatchBytes?: number;
 }
+
+/** How the engine runs the variants. */
+export type ScoringMode = 'prefix' | 'naive';
 
 /** What the engine knows about itself. */
 export interface EngineInfo {
@@ -106,6 +118,8 @@ function dimsFromConfig(config: Record<string, unknown>, padTokenId: number): Mo
     vocabSize: num('vocab_size'),
     padTokenId,
     maxPositions: num('max_position_embeddings'),
+    hiddenSize: hidden,
+    intermediateSize: num('intermediate_size', 4 * hidden),
   };
 }
 
@@ -119,6 +133,7 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
       backend: options.backend,
       ...(options.wasmThreads !== undefined ? { wasmThreads: options.wasmThreads } : {}),
       ...(options.wasmPaths !== undefined ? { wasmPaths: options.wasmPaths } : {}),
+      gpuBufferOutputs: Array.from({ length: dims.numLayers }, (_, l) => [`present.${l}.key`, `present.${l}.value`]).flat(),
     });
   } catch (e) {
     throw new ModelLoadError(`could not create an onnxruntime session on backend "${options.backend}": ${(e as Error).message}`, {
@@ -135,7 +150,7 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   return {
     info,
     tokenizer,
-    score: (request) => scoreRequest(tokenizer, session, dims, info, request, options.maxBatchTokens ?? 8192),
+    score: (request) => scoreRequest(tokenizer, session, dims, info, request, options),
     scoreTokens: (sequences, signal) => scoreSequences(session, dims, sequences, { maxBatchTokens: options.maxBatchTokens ?? 8192, ...(signal ? { signal } : {}) }),
     dispose: () => session.release(),
   };
@@ -198,7 +213,7 @@ async function scoreRequest(
   dims: ModelDims,
   info: EngineInfo,
   request: ScoreRequest,
-  maxBatchTokens: number,
+  options: EngineOptions,
 ): Promise<EngineScores> {
   const { context, variants } = request;
   const action =
@@ -255,10 +270,7 @@ async function scoreRequest(
     const msgs = messageIds.map((ids, i) => (i === r.messageIndex ? replaced : ids));
     sequences.push({ context: [...bos, ...toolIds.flat(), ...msgs.flat(), ...action.prefix], action: action.ids, withAttention: false });
   }
-  const results = await scoreSequences(session, dims, sequences, {
-    maxBatchTokens,
-    ...(request.signal ? { signal: request.signal } : {}),
-  });
+  const { results, computedTokens } = await runSequences(session, dims, sequences, options, request.signal);
 
   const layout: ContextLayout = { user: [], tools: [], toolResults: [], actionStart: 0 };
   let pos = bos.length;
@@ -286,6 +298,25 @@ async function scoreRequest(
     ...(attention ? { attention } : {}),
     layout,
     truncation,
-    computedTokens: sequences.reduce((a, s) => a + s.context.length + s.action.length, 0),
+    computedTokens,
   };
+}
+
+async function runSequences(
+  session: OrtSession,
+  dims: ModelDims,
+  sequences: readonly ScoreSequence[],
+  options: EngineOptions,
+  signal: AbortSignal | undefined,
+): Promise<{ results: ScoreResult[]; computedTokens: number }> {
+  const sig = signal ? { signal } : {};
+  if ((options.scoring ?? 'prefix') === 'naive') {
+    const results = await scoreSequences(session, dims, sequences, { maxBatchTokens: options.maxBatchTokens ?? 8192, ...sig });
+    return { results, computedTokens: sequences.reduce((a, s) => a + s.context.length + s.action.length, 0) };
+  }
+  const { results, stats } = await scoreSequencesShared(session, dims, sequences, {
+    ...(options.maxBatchBytes !== undefined ? { maxBatchBytes: options.maxBatchBytes } : {}),
+    ...sig,
+  });
+  return { results, computedTokens: stats.computedTokens };
 }

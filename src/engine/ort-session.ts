@@ -21,7 +21,8 @@ export interface OrtSession {
   readonly backend: Backend;
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
-  run(feeds: Record<string, Tensor>): Promise<Record<string, Tensor>>;
+  /** Runs the model; `fetches` limits the outputs returned (all when absent). */
+  run(feeds: Record<string, Tensor>, fetches?: readonly string[]): Promise<Record<string, Tensor>>;
   makeInt64(data: BigInt64Array, dims: readonly number[]): Tensor;
   makeFloat32(data: Float32Array, dims: readonly number[]): Tensor;
   release(): Promise<void>;
@@ -34,6 +35,12 @@ export interface OrtSessionOptions {
   wasmThreads?: number;
   /** Where onnxruntime-web finds its .wasm files (served by the app itself, never a CDN). */
   wasmPaths?: string | Record<string, string>;
+  /**
+   * WebGPU only: outputs left in GPU buffers (`preferredOutputLocation: 'gpu-buffer'`) instead of being
+   * downloaded after each run, e.g. the present.N.key|value KV cache; readers call `Tensor.getData()`
+   * for what they need. Ignored on other backends. @defaultValue []
+   */
+  gpuBufferOutputs?: readonly string[];
 }
 
 async function importOrt(backend: Backend): Promise<OrtModule> {
@@ -55,15 +62,20 @@ export async function createOrtSession(model: Uint8Array, options: OrtSessionOpt
     if (options.wasmThreads !== undefined) ort.env.wasm.numThreads = options.wasmThreads;
     if (options.wasmPaths !== undefined) ort.env.wasm.wasmPaths = options.wasmPaths;
   }
-  const session = await ort.InferenceSession.create(model, {
+  const sessionOptions: InferenceSession.SessionOptions = {
     executionProviders: [options.backend === 'node' ? 'cpu' : options.backend],
     graphOptimizationLevel: 'all',
-  });
+  };
+  if (options.backend === 'webgpu' && options.gpuBufferOutputs !== undefined && options.gpuBufferOutputs.length > 0) {
+    sessionOptions.preferredOutputLocation = Object.fromEntries(options.gpuBufferOutputs.map((name) => [name, 'gpu-buffer' as const]));
+  }
+  const session = await ort.InferenceSession.create(model, sessionOptions);
   return {
     backend: options.backend,
     inputNames: session.inputNames,
     outputNames: session.outputNames,
-    run: (feeds) => session.run(feeds) as Promise<Record<string, Tensor>>,
+    run: (feeds, fetches) =>
+      (fetches === undefined ? session.run(feeds) : session.run(feeds, [...fetches])) as Promise<Record<string, Tensor>>,
     makeInt64: (data, dims) => new ort.Tensor('int64', data, dims),
     makeFloat32: (data, dims) => new ort.Tensor('float32', data, dims),
     release: () => session.release(),

@@ -17,6 +17,10 @@ export interface ModelDims {
   numHeads: number;
   vocabSize: number;
   padTokenId: number;
+  /** d_model, for memory estimates; numHeads x headDim when absent. */
+  hiddenSize?: number;
+  /** MLP width, for memory estimates; 4 x hiddenSize when absent. */
+  intermediateSize?: number;
 }
 
 /** One sequence to score: the context ids and the action ids that follow them. */

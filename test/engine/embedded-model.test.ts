@@ -144,4 +144,24 @@ describe.skipIf(!existsSync(MODEL_DIR) || golden.length === 0)('the embedded pro
     await one.dispose();
     await all.dispose();
   });
+  it('returns the same log-probs on the prefix-sharing path as on the naive path, with tool variants, on node and wasm', async () => {
+    for (const backend of ['node', 'wasm'] as const) {
+      const prefix = await createEngine(files.fp32!, { backend, wasmThreads: 1, scoring: 'prefix', maxBatchBytes: 4 * 1024 * 1024 });
+      const naive = await createEngine(files.fp32!, { backend, wasmThreads: 1, scoring: 'naive' });
+      for (const c of golden) {
+        const input = parseGuardInput({ messages: c.messages, action: c.action, ...(c.tools ? { tools: c.tools } : {}) });
+        const context = buildContext(input, options);
+        const variants = buildVariants(context, { toolLeaveOneOut: true });
+        const request = { context, variants, actionText: 'template' as const, withAttention: true };
+        const [a, b] = [await prefix.score(request), await naive.score(request)];
+        for (const [id, lp] of b.logProbs) {
+          const got = a.logProbs.get(id)!;
+          lp.forEach((v, k) => expect(Math.abs(got[k]! - v)).toBeLessThan(FP32_TOLERANCE));
+        }
+        expect(a.computedTokens).toBeLessThanOrEqual(b.computedTokens);
+      }
+      await prefix.dispose();
+      await naive.dispose();
+    }
+  });
 });

@@ -1,0 +1,476 @@
+/**
+ * Prefix-sharing scoring: the same action log-probs as {@link scoreSequences}, computing each distinct
+ * token prefix of the variants (the token trie) once.
+ *
+ * Causal attention makes the KV cache of a prefix independent of what follows it, so one sequence's
+ * presents, cut at any position, are the cache of that prefix. The scheduler orders the sequences
+ * (the one sharing most with the others first), gives each later sequence the earlier one with which it
+ * shares the longest token prefix (its partner), and computes only the tokens after that divergence
+ * point, feeding the partner's cache as past_key_values. Computed tokens then equal the trie's node
+ * count whatever the order (each sequence adds exactly its prefixes not yet in the trie). Leave-one-out
+ * variants all share most with `full`, so a check is two rounds: `full` once, then every branch batched.
+ *
+ * Batched rows have different past lengths: each row's past sits at the left of the past area, the
+ * gap after it and the left padding of the new tokens are masked in attention_mask, and position ids
+ * continue from the row's real past length. Micro-batches are sized to a byte budget (KV in and out,
+ * attention scores, activations, kept logits); a row that alone exceeds it runs in chunks, each chunk
+ * continuing the previous one's cache, so a long context stays within the bound.
+ */
+import type { Tensor } from 'onnxruntime-web';
+import type { OrtSession } from './ort-session.js';
+import type { ActionAttention, ModelDims, ScoreResult, ScoreSequence } from './scorer.js';
+
+/** Options for {@link scoreSequencesShared}. */
+export interface PrefixScoreOptions {
+  /**
+   * Estimated bytes one forward pass may use (past and present KV, attention scores, activations, kept
+   * logits) plus the caches held for later rows; micro-batches and chunks are sized to stay under it.
+   * @defaultValue 67108864 (64 MiB)
+   */
+  maxBatchBytes?: number;
+  signal?: AbortSignal;
+}
+
+/** What a shared scoring call computed. */
+export interface PrefixScoreStats {
+  /** Tokens fed to the model (real tokens, padding excluded). */
+  computedTokens: number;
+  /** Distinct prefixes of the sequences: the fewest tokens exact scoring can compute. */
+  trieMinimumTokens: number;
+  /** Tokens the naive path computes (every sequence in full). */
+  naiveTokens: number;
+  /** Forward passes run. */
+  forwardPasses: number;
+  /** Largest estimated bytes of one forward pass plus held caches. */
+  peakEstimatedBytes: number;
+  /** Sum over computed tokens of the keys each attends to (past + itself), for FLOP counts. */
+  attendedKeys: number;
+  /** Logits rows materialised (rows x num_logits_to_keep), for FLOP counts. */
+  logitRows: number;
+}
+
+/** Results in input order, and what it cost. */
+export interface PrefixScoreOutput {
+  results: ScoreResult[];
+  stats: PrefixScoreStats;
+}
+
+/** Default byte budget of {@link PrefixScoreOptions.maxBatchBytes}. */
+export const DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024;
+
+const F32 = 4;
+/** Padded / real new tokens a micro-batch may reach before a row goes to the next one. */
+const PADDING_SLACK = 1.25;
+/** Smallest non-final chunk of a row split to fit the budget. */
+const MIN_CHUNK_TOKENS = 64;
+
+/** A KV cache of one row: per layer, key and value [kvHeads, length, headDim]. */
+interface KvCache {
+  length: number;
+  layers: Array<{ key: Float32Array; value: Float32Array }>;
+}
+
+/** One row of a forward pass: new tokens after a past cache. */
+interface RowJob {
+  past: KvCache | undefined;
+  pastLength: number;
+  tokens: readonly number[];
+  /** Action length when this row's last tokens are the action whose log-probs are wanted; 0 for none. */
+  actionLength: number;
+  action: readonly number[];
+  wantKv: boolean;
+  withAttention: boolean;
+}
+
+interface RowOutput {
+  tokenLogProbs?: Float64Array;
+  kv?: KvCache;
+  attention?: ActionAttention;
+}
+
+/** Bytes of K and V for one token across all layers. */
+export function kvBytesPerToken(dims: ModelDims): number {
+  return 2 * dims.numLayers * dims.numKeyValueHeads * dims.headDim * F32;
+}
+
+/** Estimated peak bytes of one forward pass of `batch` rows, `past` cached and `seq` new positions, `keep` logits rows. */
+export function estimateForwardBytes(dims: ModelDims, batch: number, past: number, seq: number, keep: number): number {
+  const hidden = dims.hiddenSize ?? dims.numHeads * dims.headDim;
+  const inter = dims.intermediateSize ?? 4 * hidden;
+  const total = past + seq;
+  const kv = batch * (past + total) * kvBytesPerToken(dims);
+  // Scores, mask bias and softmax output of one layer are alive together; ORT frees layer by layer.
+  const attention = 3 * batch * dims.numHeads * seq * total * F32 + batch * seq * total * F32;
+  // Residual, norms, q/k/v/o and the gated MLP's three intermediate tensors of one layer.
+  const activations = batch * seq * (6 * hidden + 3 * inter) * F32;
+  const logits = batch * keep * dims.vocabSize * (F32 + 8);
+  return kv + attention + activations + logits;
+}
+
+/**
+ * The smallest budget a leave-one-out check of sequences up to `maxLength` tokens can honour: one held
+ * cache of the shared sequence plus a single-row final chunk carrying the action rows. Below it the scorer
+ * still runs, at this bound.
+ */
+export function minimumBudgetBytes(dims: ModelDims, maxLength: number, actionLength: number): number {
+  const keep = actionLength + 1;
+  const chunk = Math.max(keep, MIN_CHUNK_TOKENS);
+  return maxLength * kvBytesPerToken(dims) + estimateForwardBytes(dims, 1, maxLength, chunk, keep);
+}
+
+function lcp(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/** Distinct non-empty prefixes of the sequences: the token trie's node count. */
+export function trieMinimumTokens(sequences: ReadonlyArray<readonly number[]>): number {
+  const sorted = [...sequences].sort((a, b) => {
+    const n = lcp(a, b);
+    if (n === a.length || n === b.length) return a.length - b.length;
+    return a[n]! - b[n]!;
+  });
+  let total = 0;
+  sorted.forEach((s, i) => (total += s.length - (i > 0 ? lcp(sorted[i - 1]!, s) : 0)));
+  return total;
+}
+
+function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number, target: number): number {
+  let max = -Infinity;
+  for (let i = 0; i < vocab; i++) {
+    const v = logits[offset + i]!;
+    if (v > max) max = v;
+  }
+  let sum = 0;
+  for (let i = 0; i < vocab; i++) sum += Math.exp(logits[offset + i]! - max);
+  return logits[offset + target]! - max - Math.log(sum);
+}
+
+async function tensorData(t: Tensor): Promise<Float32Array> {
+  // GPU-resident outputs (preferredOutputLocation 'gpu-buffer') must be downloaded explicitly.
+  if (t.location !== undefined && t.location !== 'cpu' && t.location !== 'cpu-pinned') return (await t.getData(true)) as Float32Array;
+  return t.data as Float32Array;
+}
+
+/** Scores every sequence sharing common token prefixes; same results as scoreSequences, in input order. */
+export async function scoreSequencesShared(
+  session: OrtSession,
+  dims: ModelDims,
+  sequences: readonly ScoreSequence[],
+  options: PrefixScoreOptions = {},
+): Promise<PrefixScoreOutput> {
+  const budget = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
+  const full = sequences.map((s) => [...s.context, ...s.action]);
+  const n = sequences.length;
+  const stats: PrefixScoreStats = {
+    computedTokens: 0,
+    trieMinimumTokens: trieMinimumTokens(full),
+    naiveTokens: full.reduce((a, s) => a + s.length, 0),
+    forwardPasses: 0,
+    peakEstimatedBytes: 0,
+    attendedKeys: 0,
+    logitRows: 0,
+  };
+  const results = new Array<ScoreResult>(n);
+  if (n === 0) return { results, stats };
+
+  // The first sequence is the one sharing the most with the others (for leave-one-out: `full`).
+  const sharing = full.map((s, i) => full.reduce((a, t, j) => (j === i ? a : a + lcp(s, t)), 0));
+  const first = sharing.indexOf(Math.max(...sharing));
+  const order = [first, ...full.map((_, i) => i).filter((i) => i !== first)];
+
+  const partner = new Array<number>(n).fill(-1);
+  const start = new Array<number>(n).fill(0);
+  const alias = new Array<number>(n).fill(-1);
+  const done: number[] = [];
+  for (const i of order) {
+    let best = -1;
+    let bestLen = 0;
+    for (const j of done) {
+      const l = lcp(full[i]!, full[j]!);
+      if (l > bestLen) {
+        best = j;
+        bestLen = l;
+      }
+    }
+    const s = sequences[i]!;
+    if (best >= 0 && bestLen === full[i]!.length && full[best]!.length === bestLen && s.action.length === sequences[best]!.action.length && !s.withAttention) {
+      alias[i] = best;
+      continue;
+    }
+    // The logits predicting the first action token sit at the last context position: compute from there at least.
+    // Attention rows span the whole sequence, so a sequence that wants them is computed from its start.
+    const limit = s.withAttention ? 0 : Math.max(0, s.context.length - 1);
+    start[i] = Math.min(bestLen, limit);
+    partner[i] = start[i]! > 0 ? best : -1;
+    done.push(i);
+  }
+
+  // Rounds: a sequence runs one round after its partner; caches are dropped when their last dependent ran.
+  const round = new Array<number>(n).fill(0);
+  const dependents = new Array<number>(n).fill(0);
+  for (const i of order) {
+    if (alias[i]! >= 0) continue;
+    if (partner[i]! >= 0) {
+      round[i] = round[partner[i]!]! + 1;
+      dependents[partner[i]!]! += 1;
+    }
+  }
+  const caches = new Map<number, KvCache>();
+  const kvTok = kvBytesPerToken(dims);
+  const heldBytes = () => [...caches.values()].reduce((a, c) => a + c.length * kvTok, 0);
+  const rounds = Math.max(...round) + 1;
+  for (let r = 0; r < rounds; r++) {
+    const members = order.filter((i) => alias[i]! < 0 && round[i] === r);
+    const jobs = members.map((i): RowJob => {
+      const s = sequences[i]!;
+      const p = partner[i]!;
+      return {
+        past: p >= 0 ? caches.get(p) : undefined,
+        pastLength: start[i]!,
+        tokens: full[i]!.slice(start[i]!),
+        actionLength: s.action.length,
+        action: s.action,
+        wantKv: dependents[i]! > 0,
+        withAttention: s.withAttention === true,
+      };
+    });
+    const outs = await runJobs(session, dims, jobs, budget, heldBytes, stats, options.signal);
+    members.forEach((i, k) => {
+      const o = outs[k]!;
+      const res: ScoreResult = { tokenLogProbs: o.tokenLogProbs! };
+      if (o.attention) res.attention = o.attention;
+      results[i] = res;
+      if (o.kv) caches.set(i, o.kv);
+    });
+    for (const i of members) {
+      const p = partner[i]!;
+      if (p >= 0 && --dependents[p]! === 0) caches.delete(p);
+    }
+  }
+  alias.forEach((a, i) => {
+    if (a >= 0) results[i] = { tokenLogProbs: Float64Array.from(results[a]!.tokenLogProbs) };
+  });
+  return { results, stats };
+}
+
+/** Runs row jobs in micro-batches under the byte budget; rows too big alone run in chunks. */
+async function runJobs(
+  session: OrtSession,
+  dims: ModelDims,
+  jobs: readonly RowJob[],
+  budget: number,
+  heldBytes: () => number,
+  stats: PrefixScoreStats,
+  signal: AbortSignal | undefined,
+): Promise<RowOutput[]> {
+  const outs = new Array<RowOutput>(jobs.length);
+  const ord = jobs.map((_, i) => i).sort((a, b) => jobs[a]!.tokens.length - jobs[b]!.tokens.length);
+  const keepOf = (j: RowJob) => j.actionLength + 1;
+  const cost = (rows: readonly RowJob[]) =>
+    estimateForwardBytes(
+      dims,
+      rows.length,
+      Math.max(...rows.map((j) => j.pastLength)),
+      Math.max(...rows.map((j) => j.tokens.length)),
+      Math.max(...rows.map(keepOf)),
+    ) + heldBytes();
+  let cur: number[] = [];
+  const flush = async () => {
+    if (cur.length === 0) return;
+    signal?.throwIfAborted();
+    const rows = cur.map((i) => jobs[i]!);
+    stats.peakEstimatedBytes = Math.max(stats.peakEstimatedBytes, cost(rows));
+    const res = await forward(session, dims, rows, stats);
+    cur.forEach((i, k) => (outs[i] = res[k]!));
+    cur = [];
+  };
+  for (const i of ord) {
+    const job = jobs[i]!;
+    if (cost([job]) > budget && job.tokens.length > keepOf(job)) {
+      await flush();
+      outs[i] = await runChunked(session, dims, job, budget, heldBytes, stats, signal);
+      continue;
+    }
+    if (cur.length > 0) {
+      const rows = [...cur.map((k) => jobs[k]!), job];
+      // Rows are padded to the longest: past a PADDING_SLACK of wasted positions, separate passes are cheaper.
+      const padded = rows.length * job.tokens.length;
+      const real = rows.reduce((a, j) => a + j.tokens.length, 0);
+      if (cost(rows) > budget || padded > PADDING_SLACK * real) await flush();
+    }
+    cur.push(i);
+  }
+  await flush();
+  return outs;
+}
+
+/** One row in consecutive chunks, each continuing the previous chunk's cache; the last chunk holds the action rows. */
+async function runChunked(
+  session: OrtSession,
+  dims: ModelDims,
+  job: RowJob,
+  budget: number,
+  heldBytes: () => number,
+  stats: PrefixScoreStats,
+  signal: AbortSignal | undefined,
+): Promise<RowOutput> {
+  let past = job.past;
+  let pastLength = job.pastLength;
+  let offset = 0;
+  const keep = job.actionLength + 1;
+  for (;;) {
+    signal?.throwIfAborted();
+    const remaining = job.tokens.length - offset;
+    // The largest chunk that fits (at least one token; the final one must carry every action row).
+    let size = remaining;
+    const fits = (s: number, k: number) => estimateForwardBytes(dims, 1, pastLength, s, k) + heldBytes() <= budget;
+    // A final chunk shorter than the action rows cannot carry them: below that the budget yields.
+    if (remaining > keep && !fits(remaining, keep)) {
+      let lo = 1;
+      let hi = remaining - keep;
+      while (lo < hi) {
+        const mid = Math.ceil((lo + hi) / 2);
+        if (fits(mid, 1)) lo = mid;
+        else hi = mid - 1;
+      }
+      // Below MIN_CHUNK_TOKENS per-pass overhead dominates; a budget that small is not honoured (minimumBudgetBytes).
+      size = Math.min(Math.max(lo, MIN_CHUNK_TOKENS), remaining - keep);
+    }
+    const last = offset + size === job.tokens.length;
+    const row: RowJob = {
+      past,
+      pastLength,
+      tokens: job.tokens.slice(offset, offset + size),
+      actionLength: last ? job.actionLength : 0,
+      action: last ? job.action : [],
+      wantKv: !last || job.wantKv,
+      withAttention: false,
+    };
+    stats.peakEstimatedBytes = Math.max(stats.peakEstimatedBytes, estimateForwardBytes(dims, 1, pastLength, size, last ? keep : 1) + heldBytes());
+    const [out] = await forward(session, dims, [row], stats);
+    if (last) return out!;
+    past = out!.kv;
+    pastLength += size;
+    offset += size;
+  }
+}
+
+/**
+ * One forward pass. Row layout along the key axis: [past (pastLength) | gap | left padding | new tokens],
+ * P = the batch's longest past, S = its longest new part; only past and new tokens are unmasked.
+ */
+async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJob[], stats: PrefixScoreStats): Promise<RowOutput[]> {
+  const b = rows.length;
+  const P = Math.max(...rows.map((j) => j.pastLength));
+  const S = Math.max(...rows.map((j) => j.tokens.length));
+  const keep = Math.max(1, ...rows.map((j) => (j.actionLength > 0 ? j.actionLength + 1 : 1)));
+  const attRows = rows.some((j) => j.withAttention) ? Math.max(...rows.map((j) => j.actionLength)) : 0;
+  const T = P + S;
+  const ids = new BigInt64Array(b * S).fill(BigInt(dims.padTokenId));
+  const mask = new BigInt64Array(b * T);
+  const pos = new BigInt64Array(b * S);
+  rows.forEach((j, r) => {
+    const s = j.tokens.length;
+    for (let k = 0; k < j.pastLength; k++) mask[r * T + k] = 1n;
+    for (let k = 0; k < s; k++) {
+      ids[r * S + S - s + k] = BigInt(j.tokens[k]!);
+      mask[r * T + P + S - s + k] = 1n;
+      pos[r * S + S - s + k] = BigInt(j.pastLength + k);
+    }
+    stats.computedTokens += s;
+    stats.attendedKeys += s * j.pastLength + (s * (s + 1)) / 2;
+  });
+  stats.logitRows += b * keep;
+  const feeds: Record<string, Tensor> = {
+    input_ids: session.makeInt64(ids, [b, S]),
+    attention_mask: session.makeInt64(mask, [b, T]),
+    position_ids: session.makeInt64(pos, [b, S]),
+  };
+  if (session.inputNames.includes('num_logits_to_keep')) feeds['num_logits_to_keep'] = session.makeInt64(BigInt64Array.of(BigInt(keep)), []);
+  if (session.inputNames.includes('num_attention_rows')) feeds['num_attention_rows'] = session.makeInt64(BigInt64Array.of(BigInt(attRows)), []);
+  const { numKeyValueHeads: H, headDim: D } = dims;
+  for (let l = 0; l < dims.numLayers; l++) {
+    for (const kv of ['key', 'value'] as const) {
+      const data = new Float32Array(b * H * P * D);
+      rows.forEach((j, r) => {
+        if (j.pastLength === 0) return;
+        const src = j.past!.layers[l]![kv];
+        const len = j.past!.length;
+        for (let h = 0; h < H; h++) {
+          data.set(src.subarray(h * len * D, (h * len + j.pastLength) * D), ((r * H + h) * P) * D);
+        }
+      });
+      feeds[`past_key_values.${l}.${kv}`] = session.makeFloat32(data, [b, H, P, D]);
+    }
+  }
+  const wantKv = rows.some((j) => j.wantKv);
+  const fetches = ['logits'];
+  if (wantKv) for (let l = 0; l < dims.numLayers; l++) fetches.push(`present.${l}.key`, `present.${l}.value`);
+  if (attRows > 0) for (let l = 0; l < dims.numLayers; l++) fetches.push(`attentions.${l}`);
+  const out = await session.run(feeds, fetches);
+  stats.forwardPasses += 1;
+  const logits = out['logits']!;
+  const logitData = await tensorData(logits);
+  const [, K, V] = logits.dims as [number, number, number];
+  const presents: Array<{ key: Float32Array; value: Float32Array }> = [];
+  if (wantKv) {
+    for (let l = 0; l < dims.numLayers; l++) {
+      presents.push({ key: await tensorData(out[`present.${l}.key`]!), value: await tensorData(out[`present.${l}.value`]!) });
+    }
+  }
+  const res: RowOutput[] = [];
+  for (let r = 0; r < b; r++) {
+    const j = rows[r]!;
+    const o: RowOutput = {};
+    if (j.actionLength > 0) {
+      const nA = j.actionLength;
+      const lp = new Float64Array(nA);
+      for (let k = 0; k < nA; k++) lp[k] = logSoftmaxAt(logitData, (r * K + K - 1 - nA + k) * V, V, j.action[k]!);
+      o.tokenLogProbs = lp;
+    }
+    if (j.wantKv) {
+      const s = j.tokens.length;
+      const len = j.pastLength + s;
+      o.kv = {
+        length: len,
+        layers: presents.map((p) => {
+          const cut = (src: Float32Array) => {
+            const dst = new Float32Array(H * len * D);
+            for (let h = 0; h < H; h++) {
+              const base = (r * H + h) * T * D;
+              dst.set(src.subarray(base, base + j.pastLength * D), h * len * D);
+              dst.set(src.subarray(base + (T - s) * D, base + T * D), (h * len + j.pastLength) * D);
+            }
+            return dst;
+          };
+          return { key: cut(p.key), value: cut(p.value) };
+        }),
+      };
+    }
+    if (j.withAttention && attRows > 0) o.attention = await sliceAttention(out, dims, r, attRows, T, j);
+    res.push(o);
+  }
+  return res;
+}
+
+async function sliceAttention(out: Record<string, Tensor>, dims: ModelDims, r: number, rows: number, T: number, j: RowJob): Promise<ActionAttention> {
+  // Only rows computed from their start (pastLength 0) ask for attention, so the real columns are the last `len`.
+  const n = j.actionLength;
+  const len = j.tokens.length;
+  const data = new Float32Array(dims.numLayers * dims.numHeads * n * len);
+  for (let l = 0; l < dims.numLayers; l++) {
+    const att = out[`attentions.${l}`];
+    if (!att) throw new Error(`the model has no attentions.${l} output: attention needs the EdgeArmor export extension`);
+    const a = await tensorData(att);
+    for (let h = 0; h < dims.numHeads; h++) {
+      for (let i = 0; i < n; i++) {
+        const src = ((r * dims.numHeads + h) * rows + (rows - n + i)) * T + (T - len);
+        data.set(a.subarray(src, src + len), ((l * dims.numHeads + h) * n + i) * len);
+      }
+    }
+  }
+  return { data, dims: { layers: dims.numLayers, heads: dims.numHeads, rows: n, cols: len } };
+}

@@ -1,0 +1,173 @@
+/**
+ * The prefix-sharing path (prefix-scorer.ts) against the naive reference (scorer.ts) at the token-id level,
+ * on the committed tiny-proxy fixture, on onnxruntime-node and onnxruntime-web (wasm, one thread): same
+ * action log-probs within 1e-4, computed tokens equal to the token trie's minimum, and the same results
+ * when a small byte budget splits the work into many micro-batches and chunks.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrtSession, type Backend, type OrtSession } from '../../src/engine/ort-session';
+import { estimateForwardBytes, minimumBudgetBytes, scoreSequencesShared, trieMinimumTokens } from '../../src/engine/prefix-scorer';
+import { scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer';
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/tiny-proxy/', import.meta.url));
+const LOGPROB_TOL = 1e-4;
+/** Small enough that every check splits into many micro-batches and chunks its longest rows. */
+const SMALL_BUDGET_BYTES = 800_000;
+
+const config = JSON.parse(readFileSync(`${FIXTURE}config.json`, 'utf8')) as Record<string, number>;
+const dims: ModelDims = {
+  numLayers: config['num_hidden_layers']!,
+  numHeads: config['num_attention_heads']!,
+  numKeyValueHeads: config['num_key_value_heads']!,
+  headDim: config['head_dim']!,
+  vocabSize: config['vocab_size']!,
+  padTokenId: config['pad_token_id']!,
+  hiddenSize: config['hidden_size']!,
+  intermediateSize: config['intermediate_size']!,
+};
+
+/** Deterministic ids in [16, vocab): a message starts with its role marker, as the chat format does. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+const ids = (r: () => number, n: number) => Array.from({ length: n }, () => 16 + Math.floor(r() * (dims.vocabSize - 16)));
+
+interface SyntheticCase {
+  sequences: ScoreSequence[];
+  ids: string[];
+}
+
+/**
+ * bos + tool definitions + [system, user, (assistant, tool result) x spans] + action prefix, then the action;
+ * variants as src/core/variants.ts builds them: full, no-user, no-span:i, no-tool:name.
+ */
+function syntheticCase(spans: number, seed: number, withTools: boolean, withAttention = false): SyntheticCase {
+  const r = rng(seed);
+  const bos = [0];
+  const tools = withTools ? [0, 1, 2].map(() => [5, ...ids(r, 12 + Math.floor(r() * 10))]) : [];
+  const messages: number[][] = [[6, ...ids(r, 20)], [7, ...ids(r, 10)]];
+  const users = new Set([1]);
+  const spanIndex: number[] = [];
+  for (let i = 0; i < spans; i++) {
+    messages.push([8, ...ids(r, 4)]);
+    spanIndex.push(messages.length);
+    messages.push([9, 10, ...ids(r, 15 + Math.floor(r() * 30))]);
+  }
+  const actionPrefix = [8, 11];
+  const action = ids(r, 6);
+  const all = messages.map((_, i) => i);
+  const variants: Array<{ id: string; keep: number[]; dropTool?: number }> = [
+    { id: 'full', keep: all },
+    { id: 'no-user', keep: all.filter((i) => !users.has(i)) },
+    ...spanIndex.map((m, i) => ({ id: `no-span:${i}`, keep: all.filter((k) => k !== m) })),
+    ...tools.map((_, t) => ({ id: `no-tool:${t}`, keep: all, dropTool: t })),
+  ];
+  return {
+    ids: variants.map((v) => v.id),
+    sequences: variants.map((v) => ({
+      context: [...bos, ...tools.filter((_, t) => t !== v.dropTool).flat(), ...v.keep.flatMap((i) => messages[i]!), ...actionPrefix],
+      action,
+      withAttention: withAttention && v.id === 'full',
+    })),
+  };
+}
+
+function maxDiff(a: Float64Array, b: Float64Array): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
+
+const BACKENDS: Array<{ name: string; backend: Backend }> = [
+  { name: 'onnxruntime-node', backend: 'node' },
+  { name: 'onnxruntime-web (wasm, 1 thread)', backend: 'wasm' },
+];
+
+for (const { name, backend } of BACKENDS) {
+  describe(`prefix sharing on ${name}`, () => {
+    let session: OrtSession;
+    beforeAll(async () => {
+      session = await createOrtSession(readFileSync(`${FIXTURE}onnx/model.onnx`), { backend, wasmThreads: 1 });
+    });
+    afterAll(async () => {
+      await session.release();
+    });
+
+    for (const spans of [1, 3, 8]) {
+      for (const withTools of [false, true]) {
+        it(`returns the naive path's log-probs with ${spans} span(s)${withTools ? ' and tool-description variants' : ''}, computing only the trie minimum`, async () => {
+          const c = syntheticCase(spans, 100 * spans + (withTools ? 1 : 0), withTools);
+          const naive = await scoreSequences(session, dims, c.sequences);
+          const shared = await scoreSequencesShared(session, dims, c.sequences);
+          c.sequences.forEach((_, i) => expect(maxDiff(shared.results[i]!.tokenLogProbs, naive[i]!.tokenLogProbs)).toBeLessThan(LOGPROB_TOL));
+          expect(shared.stats.computedTokens).toBe(shared.stats.trieMinimumTokens);
+          expect(shared.stats.computedTokens).toBeLessThan(shared.stats.naiveTokens);
+          // `full` once, then the branches in micro-batches of similar length: never a pass per token.
+          expect(shared.stats.forwardPasses).toBeLessThanOrEqual(c.sequences.length);
+        });
+
+        it(`gives the one-shot result under a small memory budget with ${spans} span(s)${withTools ? ' and tool variants' : ''}`, async () => {
+          const c = syntheticCase(spans, 100 * spans + (withTools ? 1 : 0), withTools);
+          const oneShot = await scoreSequencesShared(session, dims, c.sequences);
+          const longest = Math.max(...c.sequences.map((s) => s.context.length + s.action.length));
+          const budget = Math.max(SMALL_BUDGET_BYTES, minimumBudgetBytes(dims, longest, c.sequences[0]!.action.length));
+          const small = await scoreSequencesShared(session, dims, c.sequences, { maxBatchBytes: budget });
+          c.sequences.forEach((_, i) => expect(maxDiff(small.results[i]!.tokenLogProbs, oneShot.results[i]!.tokenLogProbs)).toBeLessThan(LOGPROB_TOL));
+          // For the smallest and largest cases the floor (minimumBudgetBytes) can exceed the one-shot need: nothing to split.
+          if (oneShot.stats.peakEstimatedBytes > budget) expect(small.stats.forwardPasses).toBeGreaterThan(oneShot.stats.forwardPasses);
+          if (spans === 3) expect(oneShot.stats.peakEstimatedBytes).toBeGreaterThan(budget);
+          expect(small.stats.computedTokens).toBe(small.stats.trieMinimumTokens);
+          expect(small.stats.peakEstimatedBytes).toBeLessThanOrEqual(budget);
+        });
+      }
+    }
+
+    it('returns the attention rows of the full variant exactly as the naive path does', async () => {
+      const c = syntheticCase(3, 7, true, true);
+      const naive = await scoreSequences(session, dims, c.sequences);
+      const shared = await scoreSequencesShared(session, dims, c.sequences);
+      const a = shared.results[0]!.attention!;
+      const b = naive[0]!.attention!;
+      expect(a.dims).toEqual(b.dims);
+      let m = 0;
+      for (let i = 0; i < a.data.length; i++) m = Math.max(m, Math.abs(a.data[i]! - b.data[i]!));
+      expect(m).toBeLessThan(LOGPROB_TOL);
+    });
+
+    it('scores duplicates and a context that is a prefix of another correctly', async () => {
+      const r = rng(3);
+      const base = ids(r, 40);
+      const action = ids(r, 4);
+      const sequences: ScoreSequence[] = [
+        { context: [0, ...base], action },
+        { context: [0, ...base], action },
+        { context: [0, ...base.slice(0, 20)], action },
+        { context: [0, ...base.slice(0, 20), ...action, 9], action },
+      ];
+      const naive = await scoreSequences(session, dims, sequences);
+      const shared = await scoreSequencesShared(session, dims, sequences, { maxBatchBytes: SMALL_BUDGET_BYTES });
+      sequences.forEach((_, i) => expect(maxDiff(shared.results[i]!.tokenLogProbs, naive[i]!.tokenLogProbs)).toBeLessThan(LOGPROB_TOL));
+    });
+  });
+}
+
+describe('trie minimum and memory estimate', () => {
+  it('counts the distinct prefixes of the sequences', () => {
+    expect(trieMinimumTokens([[1, 2, 3], [1, 2, 4], [1, 5], [1, 2, 3]])).toBe(5);
+    expect(trieMinimumTokens([])).toBe(0);
+  });
+
+  it('grows the forward-pass estimate with batch, past and new tokens', () => {
+    const base = estimateForwardBytes(dims, 1, 100, 100, 5);
+    expect(estimateForwardBytes(dims, 2, 100, 100, 5)).toBeGreaterThan(base);
+    expect(estimateForwardBytes(dims, 1, 200, 100, 5)).toBeGreaterThan(base);
+    expect(estimateForwardBytes(dims, 1, 100, 200, 5)).toBeGreaterThan(base);
+  });
+});
