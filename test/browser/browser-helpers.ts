@@ -44,9 +44,11 @@ export interface BrowserHandle {
 }
 
 /** Launches the system Chromium with a fresh profile (launchPersistentContext, as extensions need). */
-export async function launchChromium(extraArgs: string[] = []): Promise<BrowserHandle> {
+export async function launchChromium(options: { webgpu?: boolean; extraArgs?: string[] } = {}): Promise<BrowserHandle> {
   const dir = await mkdtemp(join(tmpdir(), 'edgearmor-chromium-'));
-  const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM_PATH, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs] });
+  // Without --enable-unsafe-webgpu, requestAdapter() returns null here: the guard's automatic WASM fallback.
+  const args = CHROMIUM_ARGS.filter((a) => options.webgpu !== false || a !== '--enable-unsafe-webgpu');
+  const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM_PATH, headless: true, args: [...args, ...(options.extraArgs ?? [])] });
   return {
     context,
     async close() {
@@ -78,7 +80,7 @@ export async function startDevServer(): Promise<DemoServer> {
 
 /** `vite build` into dist-demo/, then `vite preview` on a random 127.0.0.1 port. */
 export async function startBuiltDemo(): Promise<DemoServer> {
-  await build({ configFile: CONFIG_FILE, logLevel: 'warn' });
+  await build({ configFile: CONFIG_FILE, logLevel: 'error' });
   const server = await preview({ configFile: CONFIG_FILE, logLevel: 'warn', preview: { port: 0, host: '127.0.0.1' } });
   return {
     url: firstLocalUrl(server.resolvedUrls),
