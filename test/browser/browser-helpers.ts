@@ -48,7 +48,13 @@ export async function launchChromium(options: { webgpu?: boolean; extraArgs?: st
   const dir = await mkdtemp(join(tmpdir(), 'edgearmor-chromium-'));
   // Without --enable-unsafe-webgpu, requestAdapter() returns null here: the guard's automatic WASM fallback.
   const args = CHROMIUM_ARGS.filter((a) => options.webgpu !== false || a !== '--enable-unsafe-webgpu');
-  const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM_PATH, headless: true, args: [...args, ...(options.extraArgs ?? [])] });
+  const context = await chromium.launchPersistentContext(dir, {
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: [...args, ...(options.extraArgs ?? [])],
+    // Playwright disables extensions by default; the extension test loads one.
+    ...(options.extraArgs?.some((a) => a.startsWith('--load-extension')) ? { ignoreDefaultArgs: ['--disable-extensions'] } : {}),
+  });
   return {
     context,
     async close() {
@@ -78,6 +84,12 @@ export async function startDevServer(): Promise<DemoServer> {
   return { url: firstLocalUrl(server.resolvedUrls), close: () => server.close() };
 }
 
+/** Builds the MV3 example extension into examples/extension/dist/ and returns that directory. */
+export async function buildExtension(): Promise<string> {
+  await build({ configFile: resolve(ROOT, 'examples/extension/vite.config.ts'), logLevel: 'error' });
+  return resolve(ROOT, 'examples/extension/dist');
+}
+
 /** `vite build` into dist-demo/, then `vite preview` on a random 127.0.0.1 port. */
 export async function startBuiltDemo(): Promise<DemoServer> {
   await build({ configFile: CONFIG_FILE, logLevel: 'error' });
@@ -96,7 +108,7 @@ export async function keepOffline(context: BrowserContext): Promise<string[]> {
   const attempts: string[] = [];
   await context.route('**', async (route) => {
     const url = new URL(route.request().url());
-    if (url.hostname === '127.0.0.1' || url.protocol === 'data:' || url.protocol === 'blob:') return route.fallback();
+    if (url.hostname === '127.0.0.1' || ['data:', 'blob:', 'chrome-extension:'].includes(url.protocol)) return route.fallback();
     attempts.push(url.href);
     return route.abort('internetdisconnected');
   });
