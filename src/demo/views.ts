@@ -69,7 +69,7 @@ export function attributionChart(verdict: Verdict): HTMLElement {
   const plotW = 260;
   const rowH = 26;
   const top = 22;
-  const width = labelW + plotW + 70;
+  const width = labelW + plotW + 120;
   const height = top + data.length * rowH + 24;
   const x = (v: number) => labelW + ((v - lo) / span) * plotW;
   const titleId = `chart-title-${Math.random().toString(36).slice(2)}`;
