@@ -22,7 +22,7 @@
  */
 import { createGuard, type CreateGuardOptions, type WorkerGuard } from './client/create-guard.js';
 import type { BackendPreference } from './client/protocol.js';
-import { serializeError, type WireError } from './core/errors.js';
+import { serializeError, type ErrorCode, type WireError } from './core/errors.js';
 import type { GuardStatus } from './core/guard-api.js';
 import type { GuardOptions } from './core/options.js';
 import type { Verdict } from './core/verdict.js';
@@ -126,8 +126,8 @@ export interface StartGuardPageOptions extends HarnessStartOptions {
 
 /** An EdgeArmor error that happened in the page, rebuilt with its code and details. */
 export class PageGuardError extends Error {
-  /** The EdgeArmorError code (e.g. 'integrity', 'worker-crashed'). */
-  readonly code: string;
+  /** The EdgeArmorError code (e.g. 'integrity-mismatch', 'worker-crashed'). */
+  readonly code: ErrorCode;
   readonly details: Record<string, unknown>;
   constructor(error: WireError) {
     super(`${error.name} (${error.code}) in the page: ${error.message}`);
