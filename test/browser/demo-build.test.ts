@@ -27,7 +27,7 @@ describe.skipIf(!CAN_RUN)('the built demo (vite build + preview) in Chromium wit
   });
 
   it(
-    'falls back to WASM with the reason shown, plays travel / injection from the keyboard, offline, and reloads the model from Cache Storage',
+    'falls back to WASM with the reason shown, plays travel / injection from the keyboard, offline, renders the MindGuard graph for tool poisoning, and reloads the model from Cache Storage',
     async () => {
       const page = await browser.context.newPage();
       const errors = watchConsole(page);
@@ -52,6 +52,18 @@ describe.skipIf(!CAN_RUN)('the built demo (vite build + preview) in Chromium wit
       expect(['allow', 'block']).toContain(decision);
       if (HAS_REAL_MODEL) expect(decision).toBe('block');
       await expect(page.locator('#chart svg title').first().textContent()).resolves.toMatch(/log-probability/);
+
+      // Tool poisoning: the MindGuard graph and heatmap, when the model exports attention.
+      await page.selectOption('#variant', 'poisoning');
+      await page.click('#load-scenario');
+      await page.click('#run');
+      await page.waitForSelector('body[data-run="done"]', { timeout: PAGE_TIMEOUT_MS });
+      const attention = await page.evaluate(() => (globalThis as unknown as { __edgearmorDemo: { status: { attention: boolean } } }).__edgearmorDemo.status.attention);
+      if (attention) {
+        await expect(page.locator('#mindguard svg[role="img"]').count()).resolves.toBe(1);
+        await expect(page.locator('#mindguard table.heatmap tbody tr').count()).resolves.toBeGreaterThan(0);
+      }
+      await expect(page.locator('#chart').textContent()).resolves.toMatch(/description/);
 
       modelRequests.length = 0;
       await page.reload();
