@@ -55,16 +55,26 @@ async function importOrt(backend: Backend): Promise<OrtModule> {
   }
 }
 
+function pointsAtCdn(paths: unknown): boolean {
+  const urls = typeof paths === 'string' ? [paths] : paths !== null && typeof paths === 'object' ? Object.values(paths) : [];
+  return urls.some((u) => typeof u === 'string' && /^https?:\/\/cdn\.jsdelivr\.net\//.test(u));
+}
+
 /** Creates an onnxruntime session for model bytes on the given backend. */
 export async function createOrtSession(model: Uint8Array, options: OrtSessionOptions): Promise<OrtSession> {
   const ort = await importOrt(options.backend);
   if (options.backend !== 'node') {
     if (options.wasmThreads !== undefined) ort.env.wasm.numThreads = options.wasmThreads;
     if (options.wasmPaths !== undefined) ort.env.wasm.wasmPaths = options.wasmPaths;
+    // transformers.js (imported for its tokenizer) points the shared onnxruntime-web env at a CDN on import;
+    // without wasmPaths from the app, fall back to onnxruntime-web's own location rather than the network.
+    else if (pointsAtCdn(ort.env.wasm.wasmPaths)) delete ort.env.wasm.wasmPaths;
   }
   const sessionOptions: InferenceSession.SessionOptions = {
     executionProviders: [options.backend === 'node' ? 'cpu' : options.backend],
     graphOptimizationLevel: 'all',
+    // Errors only: onnxruntime-web prints warnings (e.g. shape ops placed on CPU next to WebGPU) with console.error.
+    logSeverityLevel: 3,
   };
   if (options.backend === 'webgpu' && options.gpuBufferOutputs !== undefined && options.gpuBufferOutputs.length > 0) {
     sessionOptions.preferredOutputLocation = Object.fromEntries(options.gpuBufferOutputs.map((name) => [name, 'gpu-buffer' as const]));

@@ -209,6 +209,7 @@ export function generateCase(split: Split, seed: number, index: number): GuardCa
     driver,
     messages,
     action: { name: call.name, arguments: call.arguments, raw_text: JSON.stringify({ name: call.name, arguments: call.arguments }) },
+    intended_action: { name: goal.action.name, arguments: goal.action.arguments },
     tools,
     injected_in: injectedIn,
     poisoned_tool: poisonedTool,

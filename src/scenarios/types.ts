@@ -62,6 +62,8 @@ export interface GuardCase {
   driver: Driver;
   messages: Message[];
   action: ToolCall & { raw_text: string };
+  /** The call the user's request asks for (equal to `action` unless the agent followed an attack): what a defended agent should propose instead. */
+  intended_action: ToolCall;
   tools: ToolSpec[];
   injected_in: number[];
   poisoned_tool: string | null;

@@ -29,38 +29,42 @@ describe('the npm package', () => {
 
   it('ships the compiled entry points, their types and the embedded model', () => {
     const list = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' });
-    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/core/index.d.ts', 'dist/worker.d.ts', 'dist/node.js', 'bin/edgearmor.js']) {
+    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/core/index.d.ts', 'dist/worker.d.ts', 'dist/testing.d.ts', 'dist/node.js', 'bin/edgearmor.js']) {
       expect(list).toContain(`package/${file}`);
     }
     expect(list).toMatch(/package\/public\/models\/edgearmor-proxy\/manifest\.json/);
     expect(list).not.toMatch(/package\/(src|test|model|data)\//);
   });
 
-  it('imports ".", "./core" and "./node" at run time in a fresh project', () => {
+  it('imports ".", "./core", "./node" and "./testing" at run time in a fresh project', () => {
     const script = `
       const root = await import('edgearmor');
       const core = await import('edgearmor/core');
       const node = await import('edgearmor/node');
+      const testing = await import('edgearmor/testing');
       console.log(JSON.stringify({
+        testing: typeof testing.expectBlocked,
         root: typeof root.createGuard, local: typeof root.createLocalGuard,
         core: typeof core.computeAttribution, resolve: core.resolveOptions({}).tau,
         node: typeof node.createNodeGuard, embedded: node.embeddedModelDir().endsWith('edgearmor-proxy'),
       }));`;
     const out = execFileSync('node', ['--input-type=module', '-e', script], { cwd: dir, encoding: 'utf8' });
-    expect(JSON.parse(out)).toEqual({ root: 'function', local: 'function', core: 'function', resolve: 0, node: 'function', embedded: true });
+    expect(JSON.parse(out)).toEqual({ testing: 'function', root: 'function', local: 'function', core: 'function', resolve: 0, node: 'function', embedded: true });
   });
 
-  it('type-checks a consumer that uses ".", "./core" and "./worker" with strict settings', () => {
+  it('type-checks a consumer that uses ".", "./core", "./worker" and "./testing" with strict settings', () => {
     writeFileSync(
       join(dir, 'consumer.ts'),
       `import { createGuard, type Guard, type Verdict } from 'edgearmor';
 import { resolveOptions, type GuardInput } from 'edgearmor/core';
 import type { GuardWorkerApi } from 'edgearmor/worker';
+import { startGuardPage, expectBlocked, type PageLike } from 'edgearmor/testing';
 const input: GuardInput = { messages: [{ role: 'user', content: 'hi' }], action: { name: 'x', arguments: {} } };
 export async function run(guard: Guard): Promise<Verdict> { return guard.check(input); }
 export const opts = resolveOptions({ tau: 0.5 });
 export type Api = GuardWorkerApi;
 export const make: typeof createGuard = createGuard;
+export async function blocked(page: PageLike): Promise<Verdict> { await startGuardPage(page, { backend: 'wasm' }); return expectBlocked(page, input); }
 `,
     );
     writeFileSync(

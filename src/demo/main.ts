@@ -1,0 +1,299 @@
+/**
+ * The chat-assistant demo: a scripted agent replays a generated conversation and every call it
+ * proposes goes through the guard in the worker (`guard.defend`: check, and when a span is flagged
+ * redact it, regenerate, re-check). Query parameters: `model`, `backend`, `domain`, `variant`,
+ * `seed`, `threads`, `autorun=1`.
+ */
+import { createGuard, type WorkerGuard } from '../client/create-guard.js';
+import type { BackendPreference } from '../client/protocol.js';
+import { sentenceAblations, splitSentences, type DefenseResult, type SentenceRange } from '../core/defense.js';
+import { serializeError } from '../core/errors.js';
+import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
+import type { Verdict } from '../core/verdict.js';
+import { DOMAINS, generateCase, type GuardCase, type Message, type ToolCall } from '../scenarios/index.js';
+import { modelUrlFromPage, ortWasmPaths } from './guard-worker.js';
+import { attributionChart, h, mindGuardView, sentenceShading } from './views.js';
+
+/** A conversation the scripted agent plays: the messages, the call it proposes, and what it proposes when regenerating. */
+interface Conversation {
+  messages: Message[];
+  action: ToolCall;
+  tools?: GuardCase['tools'];
+  intended_action?: ToolCall;
+}
+
+type VariantName = 'benign' | 'injection' | 'poisoning' | 'cot';
+
+const MAX_SCENARIO_SEARCH = 5000;
+// The agent "types": a short pause between messages so the replay reads as a conversation.
+const MESSAGE_DELAY_MS = 120;
+
+const params = new URLSearchParams(location.search);
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+
+/** What the page exposes for tests and for curious users in the console. */
+const demo = {
+  status: null as GuardStatus | null,
+  error: null as ReturnType<typeof serializeError> | null,
+  lastInput: null as Conversation | null,
+  lastVerdict: null as Verdict | null,
+  lastDefense: null as DefenseResult | null,
+  runs: 0,
+  guard: null as WorkerGuard | null,
+  run: () => runAgent(),
+};
+(globalThis as Record<string, unknown>)['__edgearmorDemo'] = demo;
+
+function matches(c: GuardCase, variant: VariantName): boolean {
+  switch (variant) {
+    case 'benign':
+      return c.kind === 'benign';
+    case 'injection':
+      return c.kind === 'tool_result_injection' && !c.cot;
+    case 'poisoning':
+      return c.kind === 'tool_poisoning';
+    case 'cot':
+      return c.kind === 'tool_result_injection' && c.cot;
+  }
+}
+
+/** The first generated test-split case of this domain and variant (deterministic for a seed). */
+function pickCase(domain: string, variant: VariantName, seed: number): GuardCase | null {
+  for (let i = 0; i < MAX_SCENARIO_SEARCH; i++) {
+    const c = generateCase('test', seed, i);
+    if (c.domain === domain && matches(c, variant)) return c;
+  }
+  return null;
+}
+
+function toConversation(c: GuardCase): Conversation {
+  return { messages: c.messages, action: { name: c.action.name, arguments: c.action.arguments }, tools: c.tools, intended_action: c.intended_action };
+}
+
+// ---- guard -------------------------------------------------------------------------------
+
+const backend = (params.get('backend') ?? 'auto') as BackendPreference;
+const threads = params.get('threads');
+const modelUrl = modelUrlFromPage(params);
+
+function onProgress(event: GuardProgress): void {
+  const bar = $<HTMLProgressElement>('load-progress');
+  const label = $('load-label');
+  if (event.type === 'file') {
+    const total = event.totalBytes;
+    if (total) bar.value = event.loadedBytes / total;
+    else bar.removeAttribute('value');
+    label.textContent = `${event.fromCache ? 'From cache' : 'Downloading'} ${event.file}: ${(event.loadedBytes / 1e6).toFixed(2)}${total ? ` / ${(total / 1e6).toFixed(2)}` : ''} MB`;
+  } else if (event.type === 'verified') {
+    label.textContent = `Verified ${event.file} (SHA-256)`;
+  } else if (event.type === 'session') {
+    label.textContent = `Starting the ${event.backend} session…`;
+  } else {
+    bar.value = 1;
+    label.textContent = 'Model loaded';
+  }
+}
+
+function showStatus(status: GuardStatus): void {
+  demo.status = status;
+  document.body.dataset['state'] = status.state;
+  $('model-status').textContent = `${status.model ?? '?'} (${status.variant ?? '?'}), context ${status.maxContextTokens ?? '?'} tokens, attention ${status.attention ? 'available' : 'not exported'}`;
+  const name = status.backend === 'webgpu' ? 'WebGPU' : status.backend === 'wasm' ? 'WASM' : (status.backend ?? '—');
+  $('backend').replaceChildren(
+    h('strong', { id: 'backend-name' }, name),
+    ...(status.fallbackReason ? [h('span', {}, ` — not WebGPU because ${status.fallbackReason}`)] : []),
+  );
+}
+
+const guard = createGuard({
+  modelUrl,
+  backend,
+  wasmPaths: ortWasmPaths(),
+  ...(threads !== null ? { wasmThreads: Number(threads) } : {}),
+  onProgress,
+});
+demo.guard = guard;
+$<HTMLSelectElement>('backend-choice').value = backend;
+guard.ready.then(
+  (status) => {
+    showStatus(status);
+    $<HTMLButtonElement>('run').disabled = false;
+  },
+  (error: unknown) => {
+    demo.error = serializeError(error);
+    document.body.dataset['state'] = 'failed';
+    $('load-label').textContent = 'The model did not load';
+    $('model-error').textContent = `${demo.error.name}: ${demo.error.message}`;
+  },
+);
+
+// ---- scenario and chat --------------------------------------------------------------------
+
+function setConversation(c: Conversation): void {
+  $<HTMLTextAreaElement>('conversation').value = JSON.stringify(c, null, 2);
+}
+
+function readConversation(): Conversation | null {
+  const err = $('json-error');
+  try {
+    const c = JSON.parse($<HTMLTextAreaElement>('conversation').value) as Conversation;
+    if (!Array.isArray(c.messages) || typeof c.action?.name !== 'string') throw new Error('needs "messages" (an array) and "action" ({name, arguments})');
+    err.textContent = '';
+    return c;
+  } catch (e) {
+    err.textContent = `Invalid conversation JSON: ${(e as Error).message}`;
+    return null;
+  }
+}
+
+function loadScenario(): void {
+  const domain = $<HTMLSelectElement>('domain').value;
+  const variant = $<HTMLSelectElement>('variant').value as VariantName;
+  const seed = Number($<HTMLInputElement>('seed').value) || 0;
+  const c = pickCase(domain, variant, seed);
+  const info = $('scenario-info');
+  if (!c) {
+    info.textContent = `No ${variant} case for ${domain} in the first ${MAX_SCENARIO_SEARCH} cases of seed ${seed}; try another seed.`;
+    return;
+  }
+  info.textContent = `${c.id}: ${c.task}${c.attack ? `, attack ${c.attack.vector}/${c.attack.type}/${c.attack.style}` : ''}`;
+  setConversation(toConversation(c));
+  $('chat').replaceChildren();
+}
+
+function callText(call: { name: string; arguments: unknown }): string {
+  return `${call.name}(${JSON.stringify(call.arguments)})`;
+}
+
+function chatItem(m: Message, index: number): HTMLElement {
+  const who = m.role === 'tool' ? `tool result: ${m.tool_name ?? ''}` : m.role;
+  const li = h('li', { class: `msg ${m.role}`, 'data-index': String(index) }, h('span', { class: 'who' }, who));
+  if (m.content) li.append(h('p', {}, m.content));
+  for (const call of m.tool_calls ?? []) li.append(h('code', { class: 'call' }, `→ ${callText(call)}`));
+  return li;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---- verdict views ------------------------------------------------------------------------
+
+function renderVerdict(v: Verdict): void {
+  const el = $('verdict');
+  el.dataset['decision'] = v.decision;
+  el.dataset['detected'] = String(v.detected);
+  const icon = v.decision === 'block' ? '⛔ Blocked' : '✅ Allowed';
+  const tp = v.toolPoisoning;
+  el.replaceChildren(
+    h('p', { class: `decision ${v.decision}` }, h('strong', {}, icon), ` — reason: ${v.reason}${v.detected ? ', injection detected' : ''}`),
+    ...(v.flagged.length ? [h('p', {}, `Flagged: ${v.flagged.map((f) => `${f.toolName ?? 'tool'} result (message ${f.messageIndex})`).join(', ')}`)] : []),
+    ...(tp?.detected ? [h('p', {}, `Tool poisoning: ${tp.sourceTool ?? '?'} (${tp.flow ?? '?'} flow)`)] : []),
+    ...(v.score !== null ? [h('p', {}, `Score ${v.score.toFixed(3)} on ${v.backend ?? '?'}`)] : []),
+    ...(v.message ? [h('p', { class: 'muted' }, v.message)] : []),
+  );
+  $('chart').replaceChildren(attributionChart(v));
+  const mg = tp?.attention;
+  $('mindguard').replaceChildren(mg ? mindGuardView(mg) : h('p', { class: 'muted' }, tp?.unavailable.length ? `Not available: ${tp.unavailable.join('; ')}` : 'Shown when the call lists tools.'));
+}
+
+async function renderSpan(input: Conversation, v: Verdict, defense: DefenseResult, timings: Record<string, number>): Promise<void> {
+  const spans = v.attribution?.spans ?? [];
+  const target = spans.find((s) => s.flagged) ?? [...spans].sort((a, b) => b.normalizedDelta - a.normalizedDelta)[0];
+  if (!target) {
+    $('span').replaceChildren(h('p', { class: 'muted' }, 'No untrusted span in this conversation.'));
+    return;
+  }
+  const text = input.messages[target.messageIndex]?.content ?? '';
+  const ranges: SentenceRange[] = splitSentences(text);
+  const t0 = performance.now();
+  const deltas = ranges.length ? await guard.scoreSentenceAblations(input, target.messageIndex, sentenceAblations(text, ranges)) : [];
+  timings['sentence attribution (page)'] = performance.now() - t0;
+  const sanitized = defense.sanitizedSpans.find((s) => s.messageIndex === target.messageIndex);
+  const redacted = new Set<number>();
+  if (sanitized) ranges.forEach((r, i) => !sanitized.after.includes(text.slice(r.start, r.end)) && redacted.add(i));
+  const caption = `${target.flagged ? 'Flagged' : 'Most influential (not flagged)'}: ${target.toolName ?? 'tool'} result, message ${target.messageIndex}`;
+  $('span').replaceChildren(sentenceShading(text, ranges, deltas, redacted, caption));
+}
+
+function renderDefense(d: DefenseResult): void {
+  const el = $('defense');
+  el.dataset['final'] = d.finalAction ? 'call' : 'blocked';
+  el.replaceChildren(
+    h('p', {}, d.finalAction ? h('code', { id: 'final-action' }, callText(d.finalAction)) : h('strong', {}, 'No call is run.')),
+    h('p', { class: 'muted' }, d.message),
+    ...(d.defended
+      ? [
+          h('p', {}, `Original call: `, h('code', {}, callText(d.originalAction))),
+          h('ol', {}, ...d.attempts.map((a) => h('li', {}, `attempt ${a.attempt}: ${a.action ? callText(a.action) : 'no call'} → ${a.outcome}`))),
+        ]
+      : []),
+  );
+}
+
+function renderTimings(t: Record<string, number>): void {
+  const rows = Object.entries(t).map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, k), h('td', {}, `${v.toFixed(1)} ms`)));
+  $('timings').replaceChildren(h('table', { class: 'data-table' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Stage'), h('th', { scope: 'col' }, 'Time'))), h('tbody', {}, ...rows)));
+}
+
+// ---- the scripted agent -------------------------------------------------------------------
+
+async function runAgent(): Promise<void> {
+  const conversation = readConversation();
+  if (!conversation) return;
+  const runButton = $<HTMLButtonElement>('run');
+  runButton.disabled = true;
+  document.body.dataset['run'] = 'running';
+  const chat = $('chat');
+  chat.replaceChildren();
+  try {
+    for (const [i, m] of conversation.messages.entries()) {
+      if (m.role === 'system') continue;
+      chat.append(chatItem(m, i));
+      await sleep(MESSAGE_DELAY_MS);
+    }
+    const proposal = h('li', { class: 'msg assistant proposal' }, h('span', { class: 'who' }, 'assistant proposes'), h('code', { class: 'call' }, callText(conversation.action)), h('p', { class: 'muted' }, 'Checking with the guard…'));
+    chat.append(proposal);
+    demo.lastInput = conversation;
+    const input = { messages: conversation.messages, action: conversation.action, ...(conversation.tools ? { tools: conversation.tools } : {}) };
+    const t0 = performance.now();
+    const defense = await guard.defend(input, {
+      // The scripted agent, asked again on the cleaned conversation, proposes what the user asked for.
+      regenerate: async () => conversation.intended_action ?? null,
+    });
+    const timings: Record<string, number> = { ...defense.originalVerdict.timings, 'defend, total (page)': performance.now() - t0 };
+    demo.lastVerdict = defense.originalVerdict;
+    demo.lastDefense = defense;
+    renderVerdict(defense.originalVerdict);
+    renderDefense(defense);
+    proposal.querySelector('p')!.textContent = defense.finalAction ? `Guard: ${defense.defended ? 'replaced by' : 'allowed'} ${callText(defense.finalAction)}` : 'Guard: blocked, no call is run.';
+    await renderSpan(conversation, defense.originalVerdict, defense, timings);
+    renderTimings(timings);
+    demo.runs += 1;
+    document.body.dataset['run'] = 'done';
+  } catch (error) {
+    demo.error = serializeError(error);
+    $('verdict').replaceChildren(h('p', { class: 'error', role: 'alert' }, `The guard failed: ${demo.error.name}: ${demo.error.message}`));
+    document.body.dataset['run'] = 'failed';
+  } finally {
+    runButton.disabled = false;
+  }
+}
+
+// ---- wiring -------------------------------------------------------------------------------
+
+const domainSelect = $<HTMLSelectElement>('domain');
+for (const d of DOMAINS) domainSelect.append(h('option', { value: d }, d));
+domainSelect.value = params.get('domain') ?? 'travel';
+$<HTMLSelectElement>('variant').value = params.get('variant') ?? 'injection';
+$<HTMLInputElement>('seed').value = params.get('seed') ?? '1';
+$('scenario-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  loadScenario();
+});
+$('run').addEventListener('click', () => void runAgent());
+$<HTMLSelectElement>('backend-choice').addEventListener('change', (e) => {
+  const next = new URL(location.href);
+  next.searchParams.set('backend', (e.target as HTMLSelectElement).value);
+  location.assign(next);
+});
+loadScenario();
+if (params.get('autorun') === '1') void guard.ready.then(() => runAgent(), () => undefined);

@@ -1,0 +1,129 @@
+/**
+ * Shared pieces of the browser tests: the system Chromium (SETUP.md flags), the demo served by
+ * Vite (dev server or production build + preview) on 127.0.0.1, a network guard that aborts every
+ * request leaving 127.0.0.1, and a console watcher.
+ */
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
+import { build, createServer, preview } from 'vite';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const CHROMIUM_PATH = process.env['EDGEARMOR_CHROMIUM'] ?? '/usr/bin/chromium';
+const CONFIG_FILE = resolve(ROOT, 'vite.config.ts');
+
+const EMBEDDED_DIR = resolve(ROOT, 'public/models/edgearmor-proxy');
+const DEV_DIR = resolve(ROOT, '.dev-model');
+/** Whether the trained embedded model exists (then the travel/injection case must be flagged). */
+export const HAS_REAL_MODEL = existsSync(join(EMBEDDED_DIR, 'manifest.json'));
+/** The model directory the Node side loads: the same files the page fetches. */
+export const MODEL_DIR = HAS_REAL_MODEL ? EMBEDDED_DIR : DEV_DIR;
+/** The model URL the page uses for those files. */
+export const PAGE_MODEL_URL = HAS_REAL_MODEL ? 'models/edgearmor-proxy/' : '/dev-model/';
+/** Whether the browser tests can run here at all. */
+export const CAN_RUN = existsSync(CHROMIUM_PATH) && existsSync(join(MODEL_DIR, 'manifest.json'));
+
+/** SETUP.md's launch flags: no background traffic into the closed network; WebGPU on the software adapter. */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+  '--enable-unsafe-webgpu',
+];
+
+/** A persistent Chromium context in a fresh profile directory. */
+export interface BrowserHandle {
+  context: BrowserContext;
+  close(): Promise<void>;
+}
+
+/** Launches the system Chromium with a fresh profile (launchPersistentContext, as extensions need). */
+export async function launchChromium(options: { webgpu?: boolean; extraArgs?: string[] } = {}): Promise<BrowserHandle> {
+  const dir = await mkdtemp(join(tmpdir(), 'edgearmor-chromium-'));
+  // Without --enable-unsafe-webgpu, requestAdapter() returns null here: the guard's automatic WASM fallback.
+  const args = CHROMIUM_ARGS.filter((a) => options.webgpu !== false || a !== '--enable-unsafe-webgpu');
+  const context = await chromium.launchPersistentContext(dir, {
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: [...args, ...(options.extraArgs ?? [])],
+    // Playwright disables extensions by default; the extension test loads one.
+    ...(options.extraArgs?.some((a) => a.startsWith('--load-extension')) ? { ignoreDefaultArgs: ['--disable-extensions'] } : {}),
+  });
+  return {
+    context,
+    async close() {
+      await context.close().catch(() => undefined);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A served demo. */
+export interface DemoServer {
+  /** Base URL ending in '/'. */
+  url: string;
+  close(): Promise<void>;
+}
+
+function firstLocalUrl(urls: { local: string[] } | null | undefined): string {
+  const url = urls?.local[0];
+  if (!url) throw new Error('the Vite server reported no local URL');
+  return url.endsWith('/') ? url : `${url}/`;
+}
+
+/** `vite` (the dev server, as `npm start`) on a random 127.0.0.1 port. */
+export async function startDevServer(): Promise<DemoServer> {
+  const server = await createServer({ configFile: CONFIG_FILE, logLevel: 'warn', server: { port: 0, host: '127.0.0.1', hmr: false } });
+  await server.listen();
+  return { url: firstLocalUrl(server.resolvedUrls), close: () => server.close() };
+}
+
+/** Builds the MV3 example extension into examples/extension/dist/ and returns that directory. */
+export async function buildExtension(): Promise<string> {
+  await build({ configFile: resolve(ROOT, 'examples/extension/vite.config.ts'), logLevel: 'error' });
+  return resolve(ROOT, 'examples/extension/dist');
+}
+
+/** `vite build` into dist-demo/, then `vite preview` on a random 127.0.0.1 port. */
+export async function startBuiltDemo(): Promise<DemoServer> {
+  await build({ configFile: CONFIG_FILE, logLevel: 'error' });
+  const server = await preview({ configFile: CONFIG_FILE, logLevel: 'warn', preview: { port: 0, host: '127.0.0.1' } });
+  return {
+    url: firstLocalUrl(server.resolvedUrls),
+    close: () =>
+      new Promise<void>((done) => {
+        server.httpServer.close(() => done());
+      }),
+  };
+}
+
+/** Aborts every request whose host is not 127.0.0.1 and records it: the demo must work offline. */
+export async function keepOffline(context: BrowserContext): Promise<string[]> {
+  const attempts: string[] = [];
+  await context.route('**', async (route) => {
+    const url = new URL(route.request().url());
+    if (url.hostname === '127.0.0.1' || ['data:', 'blob:', 'chrome-extension:'].includes(url.protocol)) return route.fallback();
+    attempts.push(url.href);
+    return route.abort('internetdisconnected');
+  });
+  return attempts;
+}
+
+/** Collects console errors and uncaught page errors, minus the expected ones. */
+export function watchConsole(page: Page, expected: RegExp[] = []): string[] {
+  const errors: string[] = [];
+  const keep = (text: string) => {
+    if (!expected.some((re) => re.test(text))) errors.push(text);
+  };
+  page.on('console', (m: ConsoleMessage) => {
+    if (m.type() === 'error') keep(m.text());
+  });
+  page.on('pageerror', (e) => keep(`pageerror: ${e.message}`));
+  return errors;
+}
