@@ -63,6 +63,7 @@ def main():
             "rendered": render(segs), "ids": tok.encode_segments(segs),
             "n_action": res["n_action"], "n_name": res["n_name"],
             "log_probs": {r["variant"]: r["logprob"] for r in res["variants"]},
+            "token_log_probs": {r["variant"]: r["token_logprobs"] for r in res["variants"]},
         })
     with open(args.out, "w") as f:
         json.dump({"model": args.run.rstrip("/").split("/")[-1], "cases": out}, f, ensure_ascii=False)

@@ -94,7 +94,7 @@ def score_case(model, tok, case, max_len, tool_loo):
     tok_lp = lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1)  # [variants, n_action]
     for (name, _, _), row in zip(vs, tok_lp):
         rows.append({"variant": name, "logprob": row.sum().item(), "name_logprob": row[:n_name].sum().item(),
-                     "args_logprob": row[n_name:].sum().item()})
+                     "args_logprob": row[n_name:].sum().item(), "token_logprobs": row.tolist()})
     return {"n_action": len(act), "n_name": n_name, "variants": rows}
 
 

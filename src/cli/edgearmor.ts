@@ -130,7 +130,7 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict): string 
   const a = v.attribution;
   if (!a) return `${head}${v.error ? `\n  error: ${v.error.code}: ${v.error.message}` : ''}\n`;
   const rows = [`  ${'variant'.padEnd(34)}${'log P(action)'.padStart(14)}${'raw delta'.padStart(11)}${'norm delta'.padStart(12)}`];
-  for (const x of a.variants) {
+  for (const x of a.variants.filter((v) => v.kind !== 'no-tool')) {
     let label: string = x.id;
     const span = x.kind === 'no-span' ? a.spans.find((s) => `no-span:${s.spanId}` === x.id) : undefined;
     if (x.id === 'no-user') label = 'without user request';

@@ -16,7 +16,7 @@ import type { Backend } from '../../src/engine/ort-session.js';
 
 const MODEL_DIR = embeddedModelDir();
 const GOLDEN_PATH = 'test/fixtures/engine-golden.json';
-/** fp32 onnxruntime vs PyTorch, summed over an action's tokens. */
+/** fp32 onnxruntime vs PyTorch, per action-token log-prob. */
 const FP32_TOLERANCE = 1e-4;
 /** q4 vs fp32 PyTorch, per action token on average (measured max ~0.05 on the golden cases; headroom 4x). */
 const Q4_MEAN_TOLERANCE = 0.2;
@@ -30,6 +30,7 @@ interface GoldenCase {
   ids: number[];
   n_action: number;
   log_probs: Record<string, number>;
+  token_log_probs: Record<string, number[]>;
 }
 
 const golden = existsSync(GOLDEN_PATH)
@@ -38,12 +39,17 @@ const golden = existsSync(GOLDEN_PATH)
 
 const options = resolveOptions({});
 
-async function scoreGolden(engine: ProxyEngine, c: GoldenCase): Promise<Map<string, number>> {
+/** Per-token action log-probs per variant, keyed like the Python scorer (`no-span:<message index>`). */
+async function scoreGolden(engine: ProxyEngine, c: GoldenCase): Promise<Map<string, Float64Array>> {
   const input = parseGuardInput({ messages: c.messages, action: c.action, ...(c.tools ? { tools: c.tools } : {}) });
   const context = buildContext(input, options);
   const variants = buildVariants(context);
   const scores = await engine.score({ context, variants, actionText: 'template', withAttention: false });
-  return new Map([...scores.logProbs].map(([k, v]) => [k, v.reduce((a, b) => a + b, 0)]));
+  const pythonKey = (id: string) => {
+    const span = id.startsWith('no-span:') ? context.spans.find((s) => `no-span:${s.id}` === id) : undefined;
+    return span ? `no-span:${span.messageIndex}` : id;
+  };
+  return new Map([...scores.logProbs].map(([k, v]) => [pythonKey(k), v]));
 }
 
 describe.skipIf(!existsSync(MODEL_DIR) || golden.length === 0)('the embedded proxy model', () => {
@@ -58,7 +64,8 @@ describe.skipIf(!existsSync(MODEL_DIR) || golden.length === 0)('the embedded pro
     for (const c of golden) {
       const text = engine.tokenizer.renderChatTemplate(c.messages as never, c.tools ?? undefined);
       expect(text).toBe(c.rendered);
-      expect(engine.tokenizer.encodeRendered(text)).toEqual(c.ids);
+      // Re-encoding a rendered string is only faithful without special-token strings in the text (see the next tests).
+      if (!c.id.startsWith('adversarial')) expect(engine.tokenizer.encodeRendered(text)).toEqual(c.ids);
     }
     await engine.dispose();
   });
@@ -109,8 +116,12 @@ describe.skipIf(!existsSync(MODEL_DIR) || golden.length === 0)('the embedded pro
       const engine = await createEngine(files.fp32!, { backend, ...(backend === 'wasm' ? { wasmThreads: 1 } : {}) });
       for (const c of golden) {
         const got = await scoreGolden(engine, c);
-        expect([...got.keys()].sort()).toEqual(Object.keys(c.log_probs).sort());
-        for (const [variant, lp] of Object.entries(c.log_probs)) expect(Math.abs(got.get(variant)! - lp)).toBeLessThan(FP32_TOLERANCE);
+        expect([...got.keys()].sort()).toEqual(Object.keys(c.token_log_probs).sort());
+        for (const [variant, lps] of Object.entries(c.token_log_probs)) {
+          const mine = got.get(variant)!;
+          expect(mine.length).toBe(lps.length);
+          lps.forEach((lp, i) => expect(Math.abs(mine[i]! - lp)).toBeLessThan(FP32_TOLERANCE));
+        }
       }
       await engine.dispose();
     });
@@ -121,7 +132,8 @@ describe.skipIf(!existsSync(MODEL_DIR) || golden.length === 0)('the embedded pro
     for (const c of golden) {
       const got = await scoreGolden(engine, c);
       for (const [variant, lp] of Object.entries(c.log_probs)) {
-        expect(Math.abs(got.get(variant)! - lp) / c.n_action).toBeLessThan(Q4_MEAN_TOLERANCE);
+        const sum = got.get(variant)!.reduce((a, b) => a + b, 0);
+        expect(Math.abs(sum - lp) / c.n_action).toBeLessThan(Q4_MEAN_TOLERANCE);
       }
     }
     await engine.dispose();
