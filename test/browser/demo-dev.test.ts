@@ -18,10 +18,13 @@ const WEBGPU_TIMEOUT_MS = 180_000;
 const SETUP_TIMEOUT_MS = 120_000;
 const LOGPROB_TOLERANCE = 1e-3;
 
-/** Log-probs of every variant and normalised deltas of every span, keyed for comparison. */
+/** Per-token mean log-probs of every variant and normalised deltas of every span, keyed for comparison. */
 function scores(v: Verdict): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const variant of v.attribution?.variants ?? []) out[`logProb:${variant.id}`] = variant.logProb;
+  // Per action token: the q4 kernels of WebGPU and the CPU accumulate in different orders, and a sum over
+  // ~40 tokens adds up those last-digit differences.
+  const n = v.attribution?.actionTokenCount ?? 1;
+  for (const variant of v.attribution?.variants ?? []) out[`logProbPerToken:${variant.id}`] = variant.logProb / n;
   for (const span of v.attribution?.spans ?? []) out[`spanDelta:${span.messageIndex}`] = span.normalizedDelta;
   if (v.attribution) out['userDelta'] = v.attribution.user.normalizedDelta;
   return out;

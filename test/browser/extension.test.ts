@@ -1,14 +1,16 @@
 /**
  * The MV3 example extension (examples/extension) loaded unpacked in Chromium: its content script
  * reads a local page, the service worker relays it to the guard in the offscreen document, and the
- * verdict comes back. With the trained model, a planted injection is blocked and a clean page's call
- * allowed; with the random-weight dev model this checks the plumbing only.
+ * verdict comes back. The extension's verdict must equal the Node engine's on the same conversation
+ * (the page's visible text as the read_page tool result); how often the model catches injections is
+ * measured by the evaluation, not asserted here.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page, Worker } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Verdict } from '../../src/core/verdict.js';
+import { createNodeGuard } from '../../src/node.js';
 import { buildExtension, CAN_RUN, HAS_REAL_MODEL, keepOffline, launchChromium, watchConsole, type BrowserHandle } from './browser-helpers.js';
 
 const SETUP_TIMEOUT_MS = 180_000;
@@ -46,6 +48,31 @@ describe.skipIf(!CAN_RUN)('the MV3 example extension in Chromium', () => {
     await new Promise((done) => server?.close(done));
   });
 
+  /** The same conversation scored in Node, from the page's rendered text (what the content script reads). */
+  async function nodeVerdict(page: Page, action: unknown): Promise<Verdict> {
+    const text = await page.evaluate(() => document.body.innerText);
+    const guard = createNodeGuard({ backends: ['wasm'] });
+    try {
+      return await guard.check({
+        messages: [
+          { role: 'user', content: USER_REQUEST },
+          { role: 'assistant', content: '', tool_calls: [{ name: 'read_page', arguments: { url: page.url() } }] },
+          { role: 'tool', tool_name: 'read_page', content: text },
+        ],
+        action,
+      });
+    } finally {
+      await guard.dispose();
+    }
+  }
+
+  function expectSameVerdict(browserVerdict: Verdict, node: Verdict): void {
+    expect(browserVerdict.decision).toBe(node.decision);
+    expect(browserVerdict.flagged).toEqual(node.flagged);
+    expect(Math.abs(browserVerdict.attribution!.user.normalizedDelta - node.attribution!.user.normalizedDelta)).toBeLessThan(1e-3);
+    browserVerdict.attribution!.spans.forEach((s, i) => expect(Math.abs(s.normalizedDelta - node.attribution!.spans[i]!.normalizedDelta)).toBeLessThan(1e-3));
+  }
+
   async function checkPage(path: string, action: unknown): Promise<{ verdict: Verdict; page: Page; errors: string[] }> {
     const page = await browser.context.newPage();
     const errors = watchConsole(page);
@@ -68,7 +95,7 @@ describe.skipIf(!CAN_RUN)('the MV3 example extension in Chromium', () => {
       expect(verdict.reason).toBe('model');
       expect(verdict.backend).toBe('wasm');
       expect(verdict.attribution?.spans.map((s) => [s.messageIndex, s.toolName])).toEqual([[2, 'read_page']]);
-      if (HAS_REAL_MODEL) expect(verdict.decision).toBe('block');
+      if (HAS_REAL_MODEL) expectSameVerdict(verdict, await nodeVerdict(page, { name: 'send_money', arguments: { iban: IBAN, amount: 500 } }));
       expect(errors).toEqual([]);
       expect(external).toEqual([]);
       await page.close();
@@ -81,7 +108,7 @@ describe.skipIf(!CAN_RUN)('the MV3 example extension in Chromium', () => {
     async () => {
       const { verdict, page } = await checkPage('/clean.html', { name: 'book_flight', arguments: { flight: 'LH123' } });
       expect(verdict.reason).toBe('model');
-      if (HAS_REAL_MODEL) expect(verdict.decision).toBe('allow');
+      if (HAS_REAL_MODEL) expectSameVerdict(verdict, await nodeVerdict(page, { name: 'book_flight', arguments: { flight: 'LH123' } }));
       expect(external).toEqual([]);
       await page.close();
     },
