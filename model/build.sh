@@ -38,5 +38,9 @@ $PY model/score_loo.py --run "$RUN" --cases data/test.jsonl --tool-loo --out "$R
 $PY model/loo_report.py "$RUN/test-scores.jsonl" --json "$RUN/loo-report.json"
 cp "$RUN/train-log.json" "$RUN/loo-report.json" "$OUT/"
 
+echo "== golden values for the engine and parity tests"
+$PY model/golden_engine.py --run "$RUN" --cases data/test.jsonl
+$PY model/golden.py --run "$RUN" --name "$NAME"
+
 $PY model/manifest.py "$OUT"
 echo "== done in $(( ($(date +%s) - start) / 60 )) minutes: $OUT"
