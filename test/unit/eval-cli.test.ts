@@ -8,7 +8,7 @@ const ROOT = join(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'src/cli/edgearmor.ts');
 const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const FIXTURE = join(ROOT, 'test/fixtures/adversarial.jsonl');
-const DEV_MODEL = join(ROOT, '.dev-model');
+const EMBEDDED_MODEL = join(ROOT, 'public/models/edgearmor-proxy');
 const CLI_TIMEOUT_MS = 120_000;
 
 describe('edgearmor eval', () => {
@@ -21,10 +21,9 @@ describe('edgearmor eval', () => {
     expect(b.stderr).toContain('allowed: regex, reference, never, always, none');
   });
 
-  // Runs only where the ignored random-weight dev model exists; its numbers are meaningless, the output format is the point.
-  it.skipIf(!existsSync(DEV_MODEL))('prints the summary object as the last line with --json', () => {
+  it('prints the summary object as the last line with --json, on the embedded model', () => {
     const out = mkdtempSync(join(tmpdir(), 'edgearmor-eval-cli-'));
-    const stdout = execFileSync(TSX, [CLI, 'eval', FIXTURE, '--limit', '6', '--seed', '2', '--model', DEV_MODEL, '--out', out, '--json'], {
+    const stdout = execFileSync(TSX, [CLI, 'eval', FIXTURE, '--limit', '6', '--seed', '2', '--model', EMBEDDED_MODEL, '--out', out, '--json'], {
       encoding: 'utf8',
       timeout: CLI_TIMEOUT_MS,
       stdio: ['ignore', 'pipe', 'ignore'],
