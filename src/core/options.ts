@@ -80,6 +80,13 @@ export interface ToolPoisoningOptions {
    */
   leaveOneOut?: boolean | undefined;
   /**
+   * Extra margin a tool description's normalised delta must clear over the user's (dT - dU > margin - tau).
+   * 0.05 keeps this signal's false-positive rate at 4.8% on the generator's validation split with the
+   * embedded model (measured 2026-11-22; at margin 0 it flagged 58% of clean tool lists).
+   * @defaultValue 0.05
+   */
+  leaveOneOutMargin?: number | undefined;
+  /**
    * Read the proxy's attention rows from the full-context pass and build MindGuard's decision-dependence graph.
    * @defaultValue true
    */
@@ -165,7 +172,7 @@ export interface GuardOptions {
   defense?: DefenseOptions | undefined;
   /**
    * Tool-poisoning signals, used when the input lists its tools.
-   * @defaultValue { leaveOneOut: true, attention: true, mindguard: {} }
+   * @defaultValue { leaveOneOut: true, leaveOneOutMargin: 0.05, attention: true, mindguard: {} }
    */
   toolPoisoning?: ToolPoisoningOptions | undefined;
 }
@@ -210,6 +217,7 @@ export interface ResolvedGuardOptions {
 /** Tool-poisoning options after defaults and validation. */
 export interface ResolvedToolPoisoningOptions {
   leaveOneOut: boolean;
+  leaveOneOutMargin: number;
   attention: boolean;
   mindguard: ResolvedMindGuardOptions;
 }
@@ -232,6 +240,14 @@ export const DEFAULT_EDGEARMOR_RULE_OPTIONS: Readonly<ResolvedEdgeArmorRuleOptio
   userFloor: 0,
 });
 
+/**
+ * MindGuard inside the guard: the paper's defaults except the AIR threshold. On the generator's validation
+ * split the embedded proxy's AIR separates poisoned from clean tool lists only weakly (ROC-AUC 0.62): the
+ * paper's tau 0.5 flags 71% of clean calls (TPR 0.89); 9.4 keeps false positives at 4.8% (TPR 4.8%).
+ * Measured 2026-11-22; pass `toolPoisoning.mindguard.airThreshold: 0.5` for the paper's operating point.
+ */
+const GUARD_MINDGUARD_OPTIONS: ResolvedMindGuardOptions = Object.freeze({ ...DEFAULT_MINDGUARD_OPTIONS, airThreshold: 9.4 });
+
 /** The one frozen set of defaults. */
 export const DEFAULT_GUARD_OPTIONS: Readonly<ResolvedGuardOptions> = Object.freeze({
   tau: 0,
@@ -248,7 +264,7 @@ export const DEFAULT_GUARD_OPTIONS: Readonly<ResolvedGuardOptions> = Object.free
   timeoutMs: 30_000,
   maxContextTokens: null,
   defense: DEFAULT_DEFENSE_OPTIONS,
-  toolPoisoning: Object.freeze({ leaveOneOut: true, attention: true, mindguard: DEFAULT_MINDGUARD_OPTIONS }),
+  toolPoisoning: Object.freeze({ leaveOneOut: true, leaveOneOutMargin: 0.05, attention: true, mindguard: GUARD_MINDGUARD_OPTIONS }),
 } satisfies ResolvedGuardOptions);
 
 const GUARD_KEYS = Object.keys(DEFAULT_GUARD_OPTIONS);
@@ -384,15 +400,16 @@ function resolveToolPoisoning(value: unknown): ResolvedToolPoisoningOptions {
   const d = DEFAULT_GUARD_OPTIONS.toolPoisoning;
   if (value === undefined) return { ...d };
   if (!isPlainObject(value)) fail('toolPoisoning', value, 'an object');
-  checkKeys(value, ['leaveOneOut', 'attention', 'mindguard'], 'toolPoisoning.');
+  checkKeys(value, ['leaveOneOut', 'leaveOneOutMargin', 'attention', 'mindguard'], 'toolPoisoning.');
   let mindguard: ResolvedMindGuardOptions;
   try {
-    mindguard = resolveMindGuardOptions((value['mindguard'] ?? {}) as MindGuardOptions);
+    mindguard = resolveMindGuardOptions({ airThreshold: GUARD_MINDGUARD_OPTIONS.airThreshold, ...((value['mindguard'] ?? {}) as MindGuardOptions) });
   } catch (e) {
     throw new InvalidOptionsError(`Invalid option toolPoisoning.mindguard: ${(e as Error).message}`, { option: 'toolPoisoning.mindguard' });
   }
   return {
     leaveOneOut: boolean(value['leaveOneOut'], d.leaveOneOut, 'toolPoisoning.leaveOneOut'),
+    leaveOneOutMargin: finiteNumber(value['leaveOneOutMargin'], d.leaveOneOutMargin, 'toolPoisoning.leaveOneOutMargin'),
     attention: boolean(value['attention'], d.attention, 'toolPoisoning.attention'),
     mindguard,
   };

@@ -177,7 +177,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
       unavailable.push('tool definitions were dropped to fit the context window');
       return combineToolPoisoning(null, null, context.action.name, unavailable);
     }
-    const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions(resolved), resolved.tau) : null;
+    const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions(resolved), resolved.tau - tp.leaveOneOutMargin) : null;
     let attention: MindGuardVerdict | null = null;
     if (!tp.attention) unavailable.push('attention: turned off (toolPoisoning.attention = false)');
     else if (!modelHasAttention) unavailable.push('attention: the model exports no attention rows; MindGuard falls back to leave-one-out over tool descriptions');

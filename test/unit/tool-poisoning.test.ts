@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { causalArmorRule, computeAttribution } from '../../src/core/attribution.js';
+import { InvalidOptionsError } from '../../src/core/errors.js';
+import type { MindGuardVerdict } from '../../src/core/mindguard/types.js';
+import { resolveOptions } from '../../src/core/options.js';
+import { combineToolPoisoning, toolDescriptionAttribution } from '../../src/core/tool-poisoning.js';
+
+/** Attribution over 2 action tokens with the given per-variant summed log-probs (split evenly over the tokens). */
+function attribution(sums: Record<string, number>) {
+  const ids = Object.keys(sums);
+  return computeAttribution(
+    {
+      spans: [],
+      variants: ids.map((id) => ({ id: id as never, kind: (id.startsWith('no-tool:') ? 'no-tool' : id) as never })),
+      logProbs: Object.fromEntries(ids.map((id) => [id, [sums[id]! / 2, sums[id]! / 2]])),
+    },
+    { tau: 0, rule: causalArmorRule, ruleName: 'causalarmor' },
+  );
+}
+
+describe('leave-one-out over tool descriptions', () => {
+  // full -10; without the user -10.2 (dU = 0.1 per token); without `evil` -11 (dT = 0.5); without `calm` -10.3 (dT = 0.15).
+  const a = attribution({ full: -10, 'no-user': -10.2, 'no-tool:evil': -11, 'no-tool:calm': -10.3 });
+
+  it('judges each description against the user request with the span rule', () => {
+    const tools = toolDescriptionAttribution(a, causalArmorRule, 0);
+    expect(tools.map((t) => [t.tool, Number(t.normalizedDelta.toFixed(12)), t.flagged])).toEqual([
+      ['evil', 0.5, true],
+      ['calm', 0.15, true],
+    ]);
+    expect(tools[0]!.score).toBeCloseTo(0.4, 12);
+  });
+
+  it('flags only descriptions that clear the margin when the margin is passed as a lower tau', () => {
+    const tools = toolDescriptionAttribution(a, causalArmorRule, 0 - 0.1);
+    expect(tools.filter((t) => t.flagged).map((t) => t.tool)).toEqual(['evil']);
+  });
+});
+
+describe('the combined tool-poisoning verdict', () => {
+  const loo = (tool: string, score: number, flagged: boolean) => ({ tool, logProb: -1, rawDelta: score, normalizedDelta: score, score, flagged });
+  const attention = (poisonedTool: string | null, flow: 'control' | 'data' | null, score: number): MindGuardVerdict =>
+    ({ detected: poisonedTool !== null, poisonedTool, flow, score, threshold: 0.5, air: [], nodes: [], edges: [], heatmap: { sources: [], rows: [], truncated: false } }) as MindGuardVerdict;
+
+  it('names the tool the leave-one-out signal flags, with control flow for another tool than the invoked one', () => {
+    const v = combineToolPoisoning([loo('a', 0.1, false), loo('b', 0.9, true)], null, 'send_email', []);
+    expect(v).toMatchObject({ detected: true, sourceTool: 'b', flow: 'control', air: null, score: 0.9 });
+  });
+
+  it('calls a flagged description of the invoked tool itself a data-flow (argument) manipulation', () => {
+    expect(combineToolPoisoning([loo('send_email', 0.4, true)], null, 'send_email', []).flow).toBe('data');
+  });
+
+  it('takes tool and flow from MindGuard when only the attention signal flags', () => {
+    const v = combineToolPoisoning([loo('a', -0.2, false)], attention('b', 'data', 0.8), 'send_email', []);
+    expect(v).toMatchObject({ detected: true, sourceTool: 'b', flow: 'data', air: 0.8 });
+    expect(v.score).toBeCloseTo(0.3, 12);
+  });
+
+  it('detects nothing and says why when neither signal could run', () => {
+    const v = combineToolPoisoning(null, null, 'x', ['tool definitions were dropped to fit the context window']);
+    expect(v).toEqual({ detected: false, sourceTool: null, flow: null, air: null, score: null, leaveOneOut: null, attention: null, unavailable: ['tool definitions were dropped to fit the context window'] });
+  });
+});
+
+describe('tool-poisoning options', () => {
+  it('defaults to the calibrated leave-one-out margin 0.05 and AIR threshold 9.4, both signals on', () => {
+    const tp = resolveOptions({}).toolPoisoning;
+    expect([tp.leaveOneOut, tp.leaveOneOutMargin, tp.attention, tp.mindguard.airThreshold]).toEqual([true, 0.05, true, 9.4]);
+    expect(resolveOptions({ toolPoisoning: { leaveOneOut: false } }).toolPoisoning.mindguard.airThreshold).toBe(9.4);
+  });
+
+  it("restores the paper's AIR threshold when asked", () => {
+    expect(resolveOptions({ toolPoisoning: { mindguard: { airThreshold: 0.5 } } }).toolPoisoning.mindguard.airThreshold).toBe(0.5);
+  });
+
+  it('rejects a margin that is not a finite number, naming the option', () => {
+    expect(() => resolveOptions({ toolPoisoning: { leaveOneOutMargin: Number.NaN } })).toThrow(InvalidOptionsError);
+    expect(() => resolveOptions({ toolPoisoning: { leaveOneOutMargin: 'x' as never } })).toThrow(/toolPoisoning\.leaveOneOutMargin/);
+  });
+});
