@@ -9,7 +9,7 @@ import { createNodeGuard } from '../../src/node.js';
 import type { Verdict } from '../../src/core/verdict.js';
 import type { LocalGuard } from '../../src/engine/local-guard.js';
 import { checkInPage, PageGuardError, startGuardPage } from '../../src/testing.js';
-import { CAN_RUN, HAS_REAL_MODEL, keepOffline, launchChromium, MODEL_DIR, PAGE_MODEL_URL, startDevServer, watchConsole, type BrowserHandle, type DemoServer } from './browser-helpers.js';
+import { CAN_RUN, keepOffline, launchChromium, MODEL_DIR, PAGE_MODEL_URL, startDevServer, watchConsole, type BrowserHandle, type DemoServer } from './browser-helpers.js';
 
 // First page load transforms the worker's dependencies on the dev server (slow on a shared 2-core machine).
 const PAGE_LOAD_TIMEOUT_MS = 120_000;
@@ -94,10 +94,8 @@ describe.skipIf(!CAN_RUN)('the demo on the Vite dev server in Chromium', () => {
       const { intended_action: _intended, ...guardInput } = input;
       const inNode = await node.check(guardInput);
       expectClose(verdict, inNode);
-      if (HAS_REAL_MODEL) {
-        expect(verdict.detected).toBe(true);
-        expect(decision).toBe('block');
-      }
+      // The page shows the decision the engine made; how often that decision is right is the evaluation's job.
+      expect(decision).toBe(inNode.decision);
       expect(errors).toEqual([]);
       expect(external).toEqual([]);
       await page.close();
