@@ -18,7 +18,7 @@
  */
 import type { Tensor } from 'onnxruntime-web';
 import type { OrtSession } from './ort-session.js';
-import type { ActionAttention, ModelDims, ScoreResult, ScoreSequence } from './scorer.js';
+import { logSoftmaxAt, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 
 /** Options for {@link scoreSequencesShared}. */
 export interface PrefixScoreOptions {
@@ -135,17 +135,6 @@ export function trieMinimumTokens(sequences: ReadonlyArray<readonly number[]>): 
   let total = 0;
   sorted.forEach((s, i) => (total += s.length - (i > 0 ? lcp(sorted[i - 1]!, s) : 0)));
   return total;
-}
-
-function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number, target: number): number {
-  let max = -Infinity;
-  for (let i = 0; i < vocab; i++) {
-    const v = logits[offset + i]!;
-    if (v > max) max = v;
-  }
-  let sum = 0;
-  for (let i = 0; i < vocab; i++) sum += Math.exp(logits[offset + i]! - max);
-  return logits[offset + target]! - max - Math.log(sum);
 }
 
 async function tensorData(t: Tensor): Promise<Float32Array> {

@@ -51,7 +51,8 @@ export interface ScoreOptions {
   signal?: AbortSignal;
 }
 
-function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number, target: number): number {
+/** log-softmax of one logit row, evaluated at `target` (only the action rows are ever normalised). */
+export function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number, target: number): number {
   let max = -Infinity;
   for (let i = 0; i < vocab; i++) {
     const v = logits[offset + i]!;
