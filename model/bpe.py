@@ -113,6 +113,11 @@ class Tokenizer:
         self.merges = merges
         self.special = {t: vocab[t] for t in SPECIAL_TOKENS}
         self.cache: dict[str, list[int]] = {}
+        self._byte_lengths = {i: len(t) for t, i in vocab.items()}  # byte-level BPE: one vocab char per byte
+
+    def token_byte_length(self, token_id: int) -> int:
+        """UTF-8 byte length of a (non-special) token's text."""
+        return self._byte_lengths[token_id]
 
     @classmethod
     def load(cls, path: str) -> "Tokenizer":

@@ -49,15 +49,12 @@ def action_parts(tok: Tokenizer, action) -> tuple[list[int], int]:
     """Action token ids and how many of them cover `{"name": "<name>"` (the control-flow part)."""
     text = call_json(action["name"], action.get("arguments", {}))
     ids = tok.encode_text(text)
-    inv = {v: k for k, v in tok.vocab.items()}
-    from bpe import BYTE_TO_CHAR
-    char_to_byte = {c: b for b, c in BYTE_TO_CHAR.items()}
     name_end = len(('{"name": ' + json.dumps(action["name"], ensure_ascii=False)).encode("utf-8"))
     pos, n_name = 0, 0
     for t in ids:
         if pos < name_end:
             n_name += 1
-        pos += len(inv[t])  # one vocab char per byte
+        pos += tok.token_byte_length(t)
     return ids, n_name
 
 
