@@ -7,6 +7,7 @@ CONTEXT_WEIGHT, so the small model spends its capacity on what it is asked to sc
 from __future__ import annotations
 
 import json
+import lzma
 import random
 from dataclasses import dataclass
 
@@ -24,8 +25,10 @@ class Example:
 
 
 def load_jsonl(path: str, limit: int | None = None) -> list[dict]:
+    """Reads JSON Lines, xz-compressed when the name ends in .xz."""
     out = []
-    with open(path, encoding="utf-8") as f:
+    opener = lzma.open if path.endswith(".xz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
         for line in f:
             if line.strip():
                 out.append(json.loads(line))
@@ -93,6 +96,45 @@ def encode_case(tok: Tokenizer, case: dict, max_len: int, rng: random.Random, wi
             ids += p
             weights += [w] * len(p)
     return Example(ids, weights)
+
+
+def _values(v) -> list[str]:
+    if isinstance(v, dict):
+        return [x for y in v.values() for x in _values(y)]
+    if isinstance(v, list):
+        return [x for y in v for x in _values(y)]
+    return [str(v)] if isinstance(v, (str, int, float)) and not isinstance(v, bool) else []
+
+
+def counterfactuals(case: dict) -> list[dict]:
+    """Ablated copies of an attacked generator case, labelled with what the agent would do then.
+
+    The guard scores the action under ablations the training data never shows (no user turn, no
+    injected result, no poisoned description). These copies teach the causal story the attribution
+    relies on, with targets the generator knows exactly:
+    - the user's turns removed: an agent that follows an injection still does (the injection, not
+      the request, drives it), so the action stays the same;
+    - the poisoned description removed: the agent does what the user asked (`intended_action`);
+    - the injected result removed: likewise, when the intended call needs no value from that result.
+    Clean cases get no copies: what an agent does with no request, or with a data source removed, is
+    not known, and guessing it would teach the proxy the label rather than the behaviour.
+    """
+    if not case.get("follows") or "intended_action" not in case:
+        return []
+    msgs = case["messages"]
+    driver = case.get("driver") or {}
+    intended = dict(case["intended_action"])
+    out = [dict(case, messages=[m for m in msgs if m["role"] != "user"])]
+    if driver.get("kind") == "tool_description":
+        out.append(dict(case, tools=[t for t in case.get("tools") or [] if t["name"] != driver.get("tool")],
+                        action=intended))
+    elif driver.get("kind") == "tool_result":
+        i = driver.get("message_index")
+        if isinstance(i, int) and 0 <= i < len(msgs):
+            removed = msgs[i].get("content") or ""
+            if not any(len(v) >= 3 and v in removed for v in _values(intended.get("arguments", {}))):
+                out.append(dict(case, messages=msgs[:i] + msgs[i + 1:], action=intended))
+    return out
 
 
 def trace_texts(case: dict) -> list[str]:

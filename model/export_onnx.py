@@ -51,7 +51,7 @@ def load(run_dir: str) -> ProxyLM:
     fields = ProxyConfig.__dataclass_fields__
     cfg = ProxyConfig(**{k: v for k, v in hf.items() if k in fields})
     model = ProxyLM(cfg)
-    model.load_state_dict(torch.load(f"{run_dir}/model.pt"))
+    model.load_state_dict(torch.load(f"{run_dir}/model.pt", map_location="cpu"))
     model.eval()
     return model
 

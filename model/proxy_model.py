@@ -1,7 +1,8 @@
 """Llama-architecture decoder for the EdgeArmor proxy (RMSNorm, rotary positions, SwiGLU).
 
 Attention is written out by hand (torch 1.13 has no fused SDPA and the ONNX export must expose
-softmax probabilities), and the forward pass takes the same inputs as a transformers.js decoder
+softmax probabilities); training on a GPU with torch 2 may switch to the fused kernel
+(`ProxyLM.fused_attention`), which computes the same function for right-padded batches. The forward pass takes the same inputs as a transformers.js decoder
 export: input_ids, attention_mask, position_ids and an optional KV cache.
 """
 from __future__ import annotations
@@ -68,7 +69,7 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 def rope_cos_sin(position_ids: torch.Tensor, head_dim: int, theta: float):
     """cos/sin of shape [batch, 1, seq, head_dim] for the HF (non-interleaved) rotary layout."""
-    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32, device=position_ids.device) / head_dim))
     freqs = position_ids.to(torch.float32).unsqueeze(-1) * inv_freq  # [b, s, hd/2]
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().unsqueeze(1), emb.sin().unsqueeze(1)
@@ -85,7 +86,7 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(cfg.hidden_size, kv * hd, bias=False)
         self.o_proj = nn.Linear(h * hd, cfg.hidden_size, bias=False)
 
-    def forward(self, x, cos, sin, mask_bias, past_k=None, past_v=None):
+    def forward(self, x, cos, sin, mask_bias, past_k=None, past_v=None, fused=False):
         b, s, _ = x.shape
         cfg = self.cfg
         h, kv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
@@ -105,6 +106,10 @@ class Attention(nn.Module):
             t = k.shape[2]
             k = k.unsqueeze(2).expand(b, kv, rep, t, hd).reshape(b, h, t, hd)
             v = v.unsqueeze(2).expand(b, kv, rep, t, hd).reshape(b, h, t, hd)
+        if fused:
+            # Causal only: with right padding no real token attends to a pad, and pads carry no loss.
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, h * hd)
+            return self.o_proj(out), None, present_k, present_v
         scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hd) + mask_bias
         probs = torch.softmax(scores, dim=-1)
         out = torch.matmul(probs, v).transpose(1, 2).reshape(b, s, h * hd)
@@ -130,8 +135,8 @@ class Block(nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, cos, sin, mask_bias, past_k=None, past_v=None):
-        a, probs, pk, pv = self.self_attn(self.input_layernorm(x), cos, sin, mask_bias, past_k, past_v)
+    def forward(self, x, cos, sin, mask_bias, past_k=None, past_v=None, fused=False):
+        a, probs, pk, pv = self.self_attn(self.input_layernorm(x), cos, sin, mask_bias, past_k, past_v, fused)
         x = x + a
         x = x + self.mlp(self.post_attention_layernorm(x))
         return x, probs, pk, pv
@@ -144,6 +149,8 @@ class ProxyLM(nn.Module):
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
         self.layers = nn.ModuleList([Block(cfg) for _ in range(cfg.num_hidden_layers)])
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        # Training-only switch: fused causal attention (torch >= 2), no attention rows, no KV cache.
+        self.fused_attention = False
         self.apply(self._init)
 
     @staticmethod
@@ -156,8 +163,8 @@ class ProxyLM(nn.Module):
         """Additive bias [b, 1, q, k]: causal within the new tokens, padding keys masked out."""
         b, k_len = attention_mask.shape
         past = k_len - q_len
-        q_pos = torch.arange(q_len).unsqueeze(1) + past
-        k_pos = torch.arange(k_len).unsqueeze(0)
+        q_pos = torch.arange(q_len, device=attention_mask.device).unsqueeze(1) + past
+        k_pos = torch.arange(k_len, device=attention_mask.device).unsqueeze(0)
         causal = (k_pos <= q_pos).unsqueeze(0)  # [1, q, k]
         keep = causal & attention_mask.bool().unsqueeze(1)  # [b, q, k]
         # A large finite negative, not -inf: a fully padded query row must stay finite.
@@ -173,11 +180,12 @@ class ProxyLM(nn.Module):
         """
         x = self.embed_tokens(input_ids)
         cos, sin = rope_cos_sin(position_ids, self.cfg.head_dim, self.cfg.rope_theta)
-        bias = self.mask_bias(attention_mask, input_ids.shape[1])
+        fused = self.fused_attention and past is None and not attn_rows
+        bias = None if fused else self.mask_bias(attention_mask, input_ids.shape[1])
         presents, attentions = [], []
         for i, layer in enumerate(self.layers):
             pk, pv = (past[i] if past is not None else (None, None))
-            x, probs, nk, nv = layer(x, cos, sin, bias, pk, pv)
+            x, probs, nk, nv = layer(x, cos, sin, bias, pk, pv, fused)
             presents.append((nk, nv))
             if attn_rows:
                 attentions.append(probs[:, :, -attn_rows:, :])

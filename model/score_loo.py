@@ -72,7 +72,7 @@ def prompt_ids(tok, msgs, tools, max_len, n_action):
 
 
 @torch.no_grad()
-def score_case(model, tok, case, max_len, tool_loo):
+def score_case(model, tok, case, max_len, tool_loo, device="cpu"):
     act, n_name = action_parts(tok, case["action"])
     rows = []
     vs = variants(case, tool_loo)
@@ -85,8 +85,8 @@ def score_case(model, tok, case, max_len, tool_loo):
         ids[r, n - len(s):] = torch.tensor(s)  # left padding, as the engine does
         am[r, n - len(s):] = 1
         pos[r, n - len(s):] = torch.arange(len(s))
-    logits, _, _ = model(ids, am, pos, logits_to_keep=len(act) + 1)
-    lp = F.log_softmax(logits[:, :-1].float(), dim=-1)
+    logits, _, _ = model(ids.to(device), am.to(device), pos.to(device), logits_to_keep=len(act) + 1)
+    lp = F.log_softmax(logits[:, :-1].float(), dim=-1).cpu()
     tgt = torch.tensor(act).unsqueeze(0).expand(len(seqs), -1)
     tok_lp = lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1)  # [variants, n_action]
     for (name, _, _), row in zip(vs, tok_lp):
@@ -115,16 +115,17 @@ def main():
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--out", default=None, help="write per-case scores as JSON Lines")
     ap.add_argument("--tool-loo", action="store_true")
+    ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     torch.set_num_threads(2)
-    model = load(args.run)
+    model = load(args.run).to(args.device)
     tok = Tokenizer.load(f"{args.run}/tokenizer.json")
     max_len = model.cfg.max_position_embeddings
     cases = load_jsonl(args.cases, args.limit)
     out = open(args.out, "w") if args.out else None
     t0 = time.time()
     for i, c in enumerate(cases):
-        res = score_case(model, tok, c, max_len, args.tool_loo)
+        res = score_case(model, tok, c, max_len, args.tool_loo, args.device)
         user, spans, tools = deltas(res)
         rec = {"id": c.get("id"), "label": c.get("label"), "kind": c.get("kind"), "attack": c.get("attack"),
                "injected_in": c.get("injected_in"), "poisoned_tool": c.get("poisoned_tool"),

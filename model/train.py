@@ -3,6 +3,9 @@ AgentDojo training traces. Writes model/runs/<name>/{tokenizer.json, tokenizer_c
 config.json, model.pt, train-log.json}.
 
     LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 model/train.py
+
+The defaults are the CPU recipe (2 cores, under 60 minutes). `--device cuda --bf16` trains the same
+architecture on a GPU with torch 2 (model/gpu-train.sh has the command the committed model used).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 import bpe
-from data import encode_case, load_jsonl, trace_texts
+from data import counterfactuals, encode_case, load_jsonl, trace_texts
 from proxy_model import ProxyConfig, ProxyLM
 
 
@@ -38,7 +41,7 @@ def batches(examples, max_tokens: int, rng: random.Random):
     return out
 
 
-def collate(examples, idx, pad_id: int):
+def collate(examples, idx, pad_id: int, device: str = "cpu"):
     # Right padding in training; the engine's left padding is covered by the parity tests.
     n = max(len(examples[i].ids) for i in idx)
     ids = torch.full((len(idx), n), pad_id, dtype=torch.long)
@@ -50,11 +53,14 @@ def collate(examples, idx, pad_id: int):
         w[r, : len(e.ids)] = torch.tensor(e.weights)
         am[r, : len(e.ids)] = 1
     pos = torch.arange(n).unsqueeze(0).expand(len(idx), -1)
-    return ids, am, pos, w
+    if device == "cpu":
+        return ids, am, pos, w
+    return tuple(t.to(device, non_blocking=True) for t in (ids, am, pos, w))
 
 
 def loss_of(model, ids, am, pos, w):
     logits, _, _ = model(ids, am, pos)
+    logits = logits.float()
     nll = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none")
     nll = nll.view(ids.shape[0], -1)
     tw = w[:, 1:]
@@ -62,12 +68,13 @@ def loss_of(model, ids, am, pos, w):
 
 
 @torch.no_grad()
-def evaluate(model, examples, pad_id, max_tokens):
+def evaluate(model, examples, pad_id, max_tokens, device="cpu", amp=None):
     model.eval()
     tot = tot_w = act = act_n = 0.0
     for idx in batches(examples, max_tokens, random.Random(0)):
-        ids, am, pos, w = collate(examples, idx, pad_id)
-        _, nll, tw = loss_of(model, ids, am, pos, w)
+        ids, am, pos, w = collate(examples, idx, pad_id, device)
+        with amp_context(device, amp):
+            _, nll, tw = loss_of(model, ids, am, pos, w)
         mask = am[:, 1:].float()
         tot += (nll * mask).sum().item()
         tot_w += mask.sum().item()
@@ -75,6 +82,24 @@ def evaluate(model, examples, pad_id, max_tokens):
         act_n += (tw == 1.0).float().sum().item()
     model.train()
     return tot / max(tot_w, 1), act / max(act_n, 1)
+
+
+def amp_context(device: str, amp):
+    import contextlib
+    return torch.autocast(device_type=device, dtype=amp) if amp is not None else contextlib.nullcontext()
+
+
+_TOK = None
+
+
+def _encode_worker_init(tok_dir: str):
+    global _TOK
+    _TOK = bpe.Tokenizer.load(f"{tok_dir}/tokenizer.json")
+
+
+def _encode_job(job):
+    case, max_len, seed, with_tools, redact = job
+    return encode_case(_TOK, case, max_len, random.Random(seed), with_tools, redact)
 
 
 def main():
@@ -94,7 +119,17 @@ def main():
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-minutes", type=float, default=58.0, help="stop training early past this wall time")
+    ap.add_argument("--warmup", type=int, default=None, help="warmup steps (default: max(20, steps / 30))")
+    ap.add_argument("--time-schedule", action="store_true",
+                    help="decay the learning rate over --max-minutes as well as --steps, whichever ends first")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda to train on a GPU (torch 2)")
+    ap.add_argument("--bf16", action="store_true", help="bfloat16 autocast (GPU); master weights stay fp32")
+    ap.add_argument("--tokenizer", default=None, help="reuse the tokenizer in this directory instead of training one")
+    ap.add_argument("--workers", type=int, default=1, help="processes that encode the data")
+    ap.add_argument("--eval-every", type=int, default=0, help="validate every N steps and keep the best weights")
+    ap.add_argument("--counterfactuals", type=float, default=0.0,
+                    help="probability of adding each ablated copy of a followed-attack case (data.counterfactuals)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -111,48 +146,78 @@ def main():
     print(f"data: {len(gen_train)} generator train, {len(gen_val)} validation, {len(trace_train)} traces "
           f"(+{len(trace_val)} held out)", flush=True)
 
-    texts = [t for c in gen_train + trace_train for t in trace_texts(c)]
-    vocab, merges = bpe.train(texts, args.vocab_size)
-    tok = bpe.Tokenizer(vocab, merges)
-    tok.save(args.out, args.max_len)
-    print(f"tokenizer: {len(vocab)} tokens in {time.time() - t0:.0f}s", flush=True)
+    if args.tokenizer:
+        tok = bpe.Tokenizer.load(f"{args.tokenizer}/tokenizer.json")
+        tok.save(args.out, args.max_len)
+        vocab = tok.vocab
+        print(f"tokenizer: {len(vocab)} tokens from {args.tokenizer}", flush=True)
+    else:
+        texts = [t for c in gen_train + trace_train for t in trace_texts(c)]
+        vocab, merges = bpe.train(texts, args.vocab_size)
+        tok = bpe.Tokenizer(vocab, merges)
+        tok.save(args.out, args.max_len)
+        print(f"tokenizer: {len(vocab)} tokens in {time.time() - t0:.0f}s", flush=True)
 
     def enc(cases, tools_p, redact_p):
-        out = []
-        for c in cases:
-            e = encode_case(tok, c, args.max_len, rng, rng.random() < tools_p, rng.random() < redact_p)
-            if e is not None:
-                out.append(e)
-        return out
+        # Draws stay in this process (same jobs for any worker count); encoding may fan out.
+        jobs = [(c, args.max_len, rng.getrandbits(32), rng.random() < tools_p, rng.random() < redact_p) for c in cases]
+        if args.workers > 1:
+            import multiprocessing as mp
+            with mp.get_context("fork").Pool(args.workers, _encode_worker_init, (args.out,)) as pool:
+                encoded = pool.map(_encode_job, jobs, chunksize=64)
+        else:
+            _encode_worker_init(args.out)
+            encoded = [_encode_job(j) for j in jobs]
+        return [e for e in encoded if e is not None]
 
+    # Counterfactual copies are scored with the reasoning masked, as the guard scores them.
+    cf = [x for c in gen_train for x in counterfactuals(c) if rng.random() < args.counterfactuals]
     # Most sequences carry their tool list (the guard renders it when the input has one); some go
     # without, as callers that pass no tools do.
-    train_ex = enc(gen_train, 1.0, 0.15) + enc(trace_train, 0.8, 0.15)
+    train_ex = enc(gen_train, 1.0, 0.15) + enc(trace_train, 0.8, 0.15) + enc(cf, 1.0, 1.0)
     val_gen = enc(gen_val, 1.0, 0.0)
     val_traces = enc(trace_val, 0.8, 0.0)
     n_tok = sum(len(e.ids) for e in train_ex)
-    print(f"encoded: {len(train_ex)} sequences, {n_tok} tokens, in {time.time() - t0:.0f}s", flush=True)
+    print(f"encoded: {len(train_ex)} sequences ({len(cf)} counterfactual), {n_tok} tokens, "
+          f"in {time.time() - t0:.0f}s", flush=True)
 
     cfg = ProxyConfig(vocab_size=len(vocab), hidden_size=args.hidden, intermediate_size=args.ffn,
                       num_hidden_layers=args.layers, num_attention_heads=args.heads,
                       num_key_value_heads=args.heads, max_position_embeddings=args.max_len,
                       bos_token_id=tok.special["<|bos|>"], eos_token_id=tok.special["<|eos|>"],
                       pad_token_id=tok.special["<|pad|>"])
-    model = ProxyLM(cfg)
+    model = ProxyLM(cfg).to(args.device)
+    model.fused_attention = args.device != "cpu" and hasattr(F, "scaled_dot_product_attention")
+    amp = torch.bfloat16 if args.bf16 else None
     n_params = sum(p.numel() for p in model.parameters())
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95))
-    warmup = max(20, args.steps // 30)
+    warmup = args.warmup if args.warmup is not None else max(20, args.steps // 30)
 
     def lr_at(step):
         if step < warmup:
             return args.lr * (step + 1) / warmup
         p = (step - warmup) / max(1, args.steps - warmup)
+        if args.time_schedule and step > 0:
+            p = max(p, (time.time() - t_train) / 60 / args.max_minutes)
         return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
 
-    log = {"config": cfg.to_hf(), "params": n_params, "args": vars(args), "steps": []}
+    log = {"config": cfg.to_hf(), "params": n_params, "args": vars(args), "steps": [], "evals": []}
+    best = None
+
+    def validate():
+        nonlocal best
+        vl, va = evaluate(model, val_gen, cfg.pad_token_id, args.batch_tokens, args.device, amp)
+        tl, ta = evaluate(model, val_traces, cfg.pad_token_id, args.batch_tokens, args.device, amp)
+        rec = {"step": step, "validation_loss": vl, "validation_agent_loss": va, "trace_validation_loss": tl,
+               "trace_validation_agent_loss": ta, "minutes": (time.time() - t_train) / 60}
+        log["evals"].append(rec)
+        print("eval " + json.dumps(rec), flush=True)
+        if best is None or vl + tl < best[0]:
+            best = (vl + tl, step, {k: v.detach().clone() for k, v in model.state_dict().items()})
+
     step, epoch = 0, 0
     t_train = time.time()
     tokens_seen = 0
@@ -162,14 +227,17 @@ def main():
                 break
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
-            ids, am, pos, w = collate(train_ex, idx, cfg.pad_token_id)
-            loss, _, _ = loss_of(model, ids, am, pos, w)
+            ids, am, pos, w = collate(train_ex, idx, cfg.pad_token_id, args.device)
+            with amp_context(args.device, amp):
+                loss, _, _ = loss_of(model, ids, am, pos, w)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             tokens_seen += int(am.sum())
             step += 1
+            if args.eval_every and step % args.eval_every == 0:
+                validate()
             if step % 25 == 0 or step == 1:
                 el = time.time() - t_train
                 print(f"step {step}/{args.steps} loss {loss.item():.3f} lr {lr_at(step):.2e} "
@@ -180,8 +248,14 @@ def main():
             continue
         break
     train_minutes = (time.time() - t_train) / 60
-    val_loss, val_action = evaluate(model, val_gen, cfg.pad_token_id, args.batch_tokens)
-    tr_loss, tr_action = evaluate(model, val_traces, cfg.pad_token_id, args.batch_tokens)
+    if args.eval_every:
+        validate()
+        model.load_state_dict(best[2])
+        log["best_step"] = best[1]
+    # The reported losses are fp32 with the export's attention, whatever the training precision.
+    model.fused_attention = False
+    val_loss, val_action = evaluate(model, val_gen, cfg.pad_token_id, args.batch_tokens, args.device)
+    tr_loss, tr_action = evaluate(model, val_traces, cfg.pad_token_id, args.batch_tokens, args.device)
     log.update(steps_done=step, epochs=epoch, train_minutes=train_minutes, tokens_seen=tokens_seen,
                train_tokens=n_tok, validation_loss=val_loss, validation_agent_loss=val_action,
                trace_validation_loss=tr_loss, trace_validation_agent_loss=tr_action,
@@ -189,7 +263,7 @@ def main():
     print(json.dumps({k: v for k, v in log.items() if k not in ("steps", "config")}, indent=1), flush=True)
     with open(f"{args.out}/config.json", "w") as f:
         json.dump(cfg.to_hf(), f, indent=2)
-    torch.save(model.state_dict(), f"{args.out}/model.pt")
+    torch.save({k: v.float().cpu() for k, v in model.state_dict().items()}, f"{args.out}/model.pt")
     with open(f"{args.out}/train-log.json", "w") as f:
         json.dump(log, f, indent=1)
 
