@@ -9,7 +9,7 @@ import {
   createProgress,
   createRegexBaseline,
   evaluate,
-  guardMethod,
+  guardMethods,
   readEvalCases,
   sampleCases,
   type EvalCase,
@@ -91,7 +91,7 @@ export async function evalCommand(args: string[]): Promise<void> {
   const modelDir = values.model ?? embeddedModelDir();
   const guard = createNodeGuard({ ...options, modelDir, modelVariant: variant });
   const status = await guard.ready;
-  const methods: EvalMethod[] = [guardMethod(guard)];
+  const methods: EvalMethod[] = [...guardMethods(guard)];
   let disposeReference: (() => Promise<void>) | null = null;
   for (const b of baselines) {
     if (b === 'regex') methods.push(createRegexBaseline());

@@ -41,6 +41,8 @@ export interface EvalMethod {
   readonly name: string;
   /** One line on what the method is. */
   readonly description: string;
+  /** The cases the method's summary covers (all when absent), e.g. a tool-poisoning signal is ranked on poisoned and clean calls only. */
+  readonly population?: (rec: { label: 'injected' | 'benign'; poisonedTool: string | null }) => boolean;
   evaluate(c: EvalCase): Promise<MethodResult>;
   dispose?(): Promise<void>;
 }
@@ -50,28 +52,83 @@ export interface CheckingGuard {
   check(input: unknown): Promise<Verdict>;
 }
 
-/** Wraps a guard's verdicts as method results; tool names are read from a verdict's optional `flaggedTools` (MindGuard) when present. */
-export function guardMethod(guard: CheckingGuard, name = 'edgearmor', description = 'EdgeArmor guard at the given options'): EvalMethod {
-  return {
-    name,
-    description,
-    async evaluate(c) {
-      const v = await guard.check(c.input);
-      const a = v.attribution;
-      const tools = (v as Verdict & { flaggedTools?: unknown }).flaggedTools;
-      const result: MethodResult = {
-        score: v.score,
-        detected: v.detected,
-        flaggedMessages: v.flagged.map((f) => f.messageIndex),
-        flaggedTools: Array.isArray(tools) ? tools.filter((t): t is string => typeof t === 'string') : null,
-        userDelta: a?.user.normalizedDelta ?? null,
-        spans: a?.spans.map((s) => ({ messageIndex: s.messageIndex, toolName: s.toolName, delta: s.normalizedDelta, score: s.score, flagged: s.flagged })) ?? [],
-      };
-      if (v.reason !== 'model') result.reason = v.reason;
-      if (v.error) result.error = `${v.error.code}: ${v.error.message}`;
-      return result;
-    },
+/** Tool-poisoning signals name tools, not messages, and have no user delta. */
+const noSpanEvidence = (): Pick<MethodResult, 'flaggedMessages' | 'userDelta' | 'spans'> => ({ flaggedMessages: [], userDelta: null, spans: [] });
+
+function verdictResult(v: Verdict): MethodResult {
+  const a = v.attribution;
+  const source = v.toolPoisoning?.sourceTool;
+  const result: MethodResult = {
+    score: v.score,
+    detected: v.detected,
+    flaggedMessages: v.flagged.map((f) => f.messageIndex),
+    flaggedTools: v.toolPoisoning ? (source ? [source] : []) : null,
+    userDelta: a?.user.normalizedDelta ?? null,
+    spans: a?.spans.map((s) => ({ messageIndex: s.messageIndex, toolName: s.toolName, delta: s.normalizedDelta, score: s.score, flagged: s.flagged })) ?? [],
   };
+  if (v.reason !== 'model') result.reason = v.reason;
+  if (v.error) result.error = `${v.error.code}: ${v.error.message}`;
+  return result;
+}
+
+/** MindGuard's part of a verdict on its own: the largest AIR as the score. */
+function mindGuardResult(v: Verdict): MethodResult {
+  const att = v.toolPoisoning?.attention ?? null;
+  if (att === null) {
+    const reason = v.reason !== 'model' ? v.reason : v.toolPoisoning ? 'no-attention' : 'no-tools';
+    return { score: null, detected: false, flaggedTools: null, ...noSpanEvidence(), reason };
+  }
+  return { score: att.score, detected: att.detected, flaggedTools: att.poisonedTool !== null ? [att.poisonedTool] : [], ...noSpanEvidence() };
+}
+
+/** Leave-one-out over tool descriptions on its own: the largest description score. */
+function descriptionLooResult(v: Verdict): MethodResult {
+  const loo = v.toolPoisoning?.leaveOneOut ?? null;
+  if (loo === null || loo.tools.length === 0) {
+    const reason = v.reason !== 'model' ? v.reason : 'no-tools';
+    return { score: null, detected: false, flaggedTools: null, ...noSpanEvidence(), reason };
+  }
+  const flagged = loo.tools.filter((t) => t.flagged).sort((x, y) => y.score - x.score);
+  return { score: Math.max(...loo.tools.map((t) => t.score)), detected: loo.detected, flaggedTools: flagged.map((t) => t.tool), ...noSpanEvidence() };
+}
+
+/** Wraps a guard's verdicts as method results; the poisoned tool a verdict names (toolPoisoning.sourceTool) is its flagged tool. */
+export function guardMethod(guard: CheckingGuard, name = 'edgearmor', description = 'EdgeArmor guard at the given options'): EvalMethod {
+  return { name, description, evaluate: async (c) => verdictResult(await guard.check(c.input)) };
+}
+
+/** Clean calls and tool-description attacks: the cases a tool-poisoning signal is ranked on. */
+export const toolPoisoningPopulation = (rec: { label: 'injected' | 'benign'; poisonedTool: string | null }): boolean =>
+  rec.label === 'benign' || rec.poisonedTool !== null;
+
+/**
+ * The guard and two of its signals as separate methods over ONE check per case: the combined verdict
+ * (`name`), MindGuard's AIR (`name/mindguard`) and leave-one-out over tool descriptions
+ * (`name/description-loo`), the latter two ranked on clean and tool-poisoned calls only. The signal
+ * methods reuse the verdict the first one computed for the same case, so their latency is ~0 and
+ * they must follow it in the method list (runEval runs methods in order, case by case).
+ */
+export function guardMethods(guard: CheckingGuard, name = 'edgearmor', description = 'EdgeArmor guard at the given options'): EvalMethod[] {
+  let last: { c: EvalCase; verdict: Promise<Verdict> } | null = null;
+  const verdictOf = (c: EvalCase): Promise<Verdict> => {
+    if (last?.c !== c) last = { c, verdict: guard.check(c.input) };
+    return last.verdict;
+  };
+  return [
+    { name, description, evaluate: async (c) => verdictResult(await verdictOf(c)) },
+    {
+      name: `${name}/mindguard`,
+      description: 'MindGuard alone: the largest AIR of the same verdict, on clean and tool-poisoned calls',
+      population: toolPoisoningPopulation,
+      evaluate: async (c) => mindGuardResult(await verdictOf(c)),
+    },
+    {
+      name: `${name}/description-loo`,
+      description: 'leave-one-out over tool descriptions alone, from the same verdict, on clean and tool-poisoned calls',
+      population: toolPoisoningPopulation,
+      evaluate: async (c) => descriptionLooResult(await verdictOf(c)),
+    },
+  ];
 }
 
 /** A keyword pattern of the regex baseline with its weight. */

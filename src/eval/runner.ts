@@ -133,8 +133,9 @@ function counts(xs: boolean[]): AttributionCounts {
 }
 
 /** Summarises one method over the records. */
-export function summarizeMethod(records: readonly CaseRecord[], method: Pick<EvalMethod, 'name' | 'description'>): MethodSummary {
-  const rows = records.map((rec) => ({ rec, r: rec.results[method.name]! }));
+export function summarizeMethod(records: readonly CaseRecord[], method: Pick<EvalMethod, 'name' | 'description' | 'population'>): MethodSummary {
+  const covered = method.population ? records.filter(method.population) : records;
+  const rows = covered.map((rec) => ({ rec, r: rec.results[method.name]! }));
   const decision = ({ rec, r }: (typeof rows)[number]) => ({ positive: rec.label === 'injected', predicted: r.detected });
   const scored: ScoredLabel[] = rows.map(({ rec, r }) => ({ positive: rec.label === 'injected', score: r.score }));
   const at1 = tprAtFpr(scored, 0.01);

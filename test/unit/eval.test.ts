@@ -12,6 +12,7 @@ import {
   estimateTokenCount,
   evaluate,
   guardMethod,
+  guardMethods,
   keywordScore,
   readEvalCases,
   referenceDecision,
@@ -114,11 +115,59 @@ describe('eval harness with a fake guard', () => {
     const c = mk(0, 'injected', { injected_in: [], poisoned_tool: 'read_file' });
     const plain = await evaluate([c], [guardMethod(fakeGuard(() => 1))], { date: 'd', files: [], model: 'm', seed: 0, limit: null, options: {} });
     expect(plain.summary.attribution_accuracy).toBeNull();
-    const naming = { async check(input: unknown) { return { ...(await fakeGuard(() => 1).check(input)), flaggedTools: ['read_file'] }; } };
+    const naming = { async check(input: unknown) { return { ...(await fakeGuard(() => 1).check(input)), toolPoisoning: poisoning('read_file') }; } };
     const named = await evaluate([c], [guardMethod(naming)], { date: 'd', files: [], model: 'm', seed: 0, limit: null, options: {} });
     expect(named.methods[0]!.attribution.tools).toEqual({ correct: 1, total: 1, accuracy: 1 });
   });
+
+  it('ranks MindGuard and description leave-one-out on their own from one check per case, on clean and poisoned calls only', async () => {
+    const poisoned = mk(0, 'injected', { injected_in: [], poisoned_tool: 'read_file' });
+    const viaResult = mk(1, 'injected');
+    const clean = mk(2, 'benign');
+    const air: Record<string, number> = { c0: 12, c1: 50, c2: 3 };
+    let calls = 0;
+    const guard = {
+      async check(input: unknown): Promise<Verdict> {
+        calls += 1;
+        const id = [poisoned, viaResult, clean].find((x) => x.input === input)!.id;
+        return { ...(await fakeGuard(() => 1).check(input)), toolPoisoning: poisoning(id === 'c0' ? 'read_file' : null, air[id]!) };
+      },
+    };
+    const out = await evaluate([poisoned, viaResult, clean], guardMethods(guard), { date: 'd', files: [], model: 'm', seed: 0, limit: null, options: {} });
+    expect(calls).toBe(3);
+    const mg = out.methods.find((m) => m.method === 'edgearmor/mindguard')!;
+    const loo = out.methods.find((m) => m.method === 'edgearmor/description-loo')!;
+    // The tool-result injection (AIR 50) is outside the population, so the ranking is perfect.
+    expect(mg.n).toBe(2);
+    expect(mg.roc_auc).toBe(1);
+    expect(mg.attribution.tools).toEqual({ correct: 1, total: 1, accuracy: 1 });
+    expect(out.records[0]!.results['edgearmor/mindguard']!.score).toBe(12);
+    expect(out.records[2]!.results['edgearmor/description-loo']!.score).toBeCloseTo(-0.2);
+    expect(out.records[0]!.results['edgearmor/description-loo']!.flaggedTools).toEqual(['read_file']);
+    expect(loo.tpr).toBe(1);
+    expect(loo.fpr).toBe(0);
+  });
 });
+
+/** A tool-poisoning verdict part: both signals flag `tool` (or nothing when null), MindGuard with the given AIR. */
+function poisoning(tool: string | null, air = 12): NonNullable<Verdict['toolPoisoning']> {
+  const flagged = tool !== null;
+  const loo = [
+    { tool: 'read_file', logProb: -3, rawDelta: 1, normalizedDelta: flagged ? 0.3 : -0.2, score: flagged ? 0.3 : -0.2, flagged },
+    { tool: 'other', logProb: -3, rawDelta: 0, normalizedDelta: -0.4, score: -0.4, flagged: false },
+  ];
+  const attention = { detected: flagged, poisonedTool: tool, flow: flagged ? 'data' : null, score: air, threshold: 9.4, air: [], nodes: [], edges: [], heatmap: {} };
+  return {
+    detected: flagged,
+    sourceTool: tool,
+    flow: flagged ? 'data' : null,
+    air,
+    score: flagged ? 0.3 : -0.2,
+    leaveOneOut: { detected: flagged, tools: loo },
+    attention: attention as unknown as NonNullable<Verdict['toolPoisoning']>['attention'],
+    unavailable: [],
+  };
+}
 
 describe('sampling', () => {
   const cases = Array.from({ length: 40 }, (_, i) => mk(i, i < 10 ? 'injected' : 'benign'));
