@@ -4,7 +4,9 @@
  *
  * Every call races the worker's answer against the caller's signal, `timeoutMs`, `dispose()` and a
  * worker crash, so no call is ever left pending. A crash rejects in-flight calls with
- * WorkerCrashedError and the next call starts a fresh worker (re-running init).
+ * WorkerCrashedError and the next call starts a fresh worker (re-running init). A worker that does not
+ * stop a timed-out or aborted check within `stuckWorkerGraceMs` (a wedged WebGPU or wasm run that never
+ * yields to read the cancel) is treated as crashed: terminated, and replaced on the next call.
  */
 import * as Comlink from 'comlink';
 import { parseGuardInput } from '../core/adapters.js';
@@ -41,6 +43,12 @@ export interface CreateGuardOptions extends GuardOptions {
   maxBatchTokens?: number;
   /** Load progress of every worker start (a restart reports again). */
   onProgress?: (event: GuardProgress) => void;
+  /**
+   * How long a timed-out or aborted check may take to stop in the worker before the worker is
+   * terminated and restarted (its other in-flight calls get WorkerCrashedError).
+   * @defaultValue 2000
+   */
+  stuckWorkerGraceMs?: number;
 }
 
 /** The embedded model's path under the app's public root. */
@@ -48,6 +56,7 @@ export const DEFAULT_MODEL_URL = 'models/edgearmor-proxy/';
 
 // How long dispose() waits for the worker to release its session before terminating it anyway.
 const DISPOSE_GRACE_MS = 2_000;
+const STUCK_WORKER_GRACE_MS = 2_000;
 
 /** A guard whose model runs in a worker; same interface as the in-process guard. */
 export interface WorkerGuard extends Guard {
@@ -63,6 +72,8 @@ interface Session {
   crashed: Promise<never>;
   init: Promise<GuardStatus>;
   dead: boolean;
+  /** Terminates the worker and rejects its in-flight calls with WorkerCrashedError; the next call starts a new one. */
+  kill(reason: string): void;
 }
 
 function defaultWorker(): WorkerLike {
@@ -95,8 +106,12 @@ function unwrap<T>(result: WireResult<T>): T {
 
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
-  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, onProgress, ...guardOptions } = options;
+  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, onProgress, stuckWorkerGraceMs, ...guardOptions } = options;
   const resolved: ResolvedGuardOptions = resolveOptions(guardOptions);
+  const stuckGraceMs = stuckWorkerGraceMs ?? STUCK_WORKER_GRACE_MS;
+  if (!Number.isFinite(stuckGraceMs) || stuckGraceMs < 0) {
+    throw new InvalidOptionsError(`Invalid option stuckWorkerGraceMs: received ${String(stuckWorkerGraceMs)}; allowed: a finite number of milliseconds >= 0.`, { option: 'stuckWorkerGraceMs' });
+  }
   const init: WorkerInitOptions = {
     guard: guardOptions,
     model: modelLocation(options),
@@ -139,14 +154,22 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       rejectCrash = reject;
     });
     crashed.catch(() => undefined);
-    const session: Session = { id, remote, connection, crashed, init: Promise.resolve(null as unknown as GuardStatus), dead: false };
-    connection.onCrash((reason) => {
-      if (session.dead) return;
-      session.dead = true;
-      connection.terminate();
-      if (current === session) current = null;
-      rejectCrash(new WorkerCrashedError(`The guard worker crashed (${reason}); in-flight calls were rejected and the next call starts a new worker.`, { reason, session: id }));
-    });
+    const session: Session = {
+      id,
+      remote,
+      connection,
+      crashed,
+      init: Promise.resolve(null as unknown as GuardStatus),
+      dead: false,
+      kill(reason) {
+        if (session.dead) return;
+        session.dead = true;
+        connection.terminate();
+        if (current === session) current = null;
+        rejectCrash(new WorkerCrashedError(`The guard worker crashed (${reason}); in-flight calls were rejected and the next call starts a new worker.`, { reason, session: id }));
+      },
+    };
+    connection.onCrash((reason) => session.kill(reason));
     const progress = (event: GuardProgress) => {
       if (event.type === 'ready') lastStatus = event.status;
       onProgress?.(event);
@@ -173,8 +196,15 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
     if (opts.signal?.aborted) throw new GuardAbortedError('The check was aborted by the caller before it started.');
     const session = ensureSession();
     const requestId = `${session.id}:${++requestCount}`;
+    let answered = false;
     const cancelRemote = () => {
-      if (!session.dead) void session.remote.cancel(requestId).catch(() => undefined);
+      if (session.dead) return;
+      void session.remote.cancel(requestId).catch(() => undefined);
+      // A worker that cannot even stop this call (it never yields to read the cancel) is wedged.
+      const watchdog = setTimeout(() => {
+        if (!answered) session.kill(`it did not stop a cancelled call within ${stuckGraceMs} ms`);
+      }, stuckGraceMs);
+      void settledWork.finally(() => clearTimeout(watchdog));
     };
     let timer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;
@@ -195,8 +225,13 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       }
     });
     stop.catch(() => undefined);
+    const working = work(session, requestId);
+    const settledWork: Promise<unknown> = working.then(
+      () => (answered = true),
+      () => (answered = true),
+    );
     try {
-      return await Promise.race([work(session, requestId), session.crashed, stop, disposedPromise]);
+      return await Promise.race([working, session.crashed, stop, disposedPromise]);
     } finally {
       clearTimeout(timer);
       if (opts.signal && onAbort) opts.signal.removeEventListener('abort', onAbort);

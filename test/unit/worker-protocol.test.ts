@@ -61,6 +61,8 @@ function fakeGuardFactory(world: FakeWorld, load: 'ok' | 'integrity') {
         const tag = args['tag'] ?? '';
         if (args['mode'] === 'invalid') throw new InvalidInputError('input.action.arguments.amount: received "lots"; allowed: a number.', { where: 'amount' });
         if (args['mode'] === 'load') throw new ModelLoadError('cannot read model file', { file: 'config.json' });
+        // A run that never yields (a wedged WebGPU or wasm call): it cannot see the cancel.
+        if (args['mode'] === 'wedged') await new Promise<never>(() => undefined);
         if (args['mode'] === 'hang' || args['mode'] === 'held') {
           await new Promise<void>((resolve, reject) => {
             if (args['mode'] === 'held') world.releaseHeld.push(resolve);
@@ -89,7 +91,7 @@ interface Harness {
 
 const open: WorkerGuard[] = [];
 
-function harness(options: { load?: 'ok' | 'integrity'; guard?: GuardOptions; singleWorker?: boolean } = {}): Harness {
+function harness(options: { load?: 'ok' | 'integrity'; guard?: GuardOptions; singleWorker?: boolean; stuckWorkerGraceMs?: number } = {}): Harness {
   const world: FakeWorld = { inits: 0, cancelled: [], releaseHeld: [] };
   const workerPorts: MessagePort[] = [];
   const progress: GuardProgress[] = [];
@@ -104,6 +106,7 @@ function harness(options: { load?: 'ok' | 'integrity'; guard?: GuardOptions; sin
     worker: options.singleWorker ? makeWorker() : makeWorker,
     modelDir: '/fake/model',
     onProgress: (e) => progress.push(e),
+    ...(options.stuckWorkerGraceMs !== undefined ? { stuckWorkerGraceMs: options.stuckWorkerGraceMs } : {}),
   };
   const guard = createGuard(createOptions);
   open.push(guard);
@@ -193,6 +196,27 @@ describe('worker protocol over a MessageChannel', () => {
     const verdict = await h.guard.check(guardCase({ tag: 'stuck', mode: 'hang' }));
     expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'timeout' } });
     await vi.waitFor(() => expect(h.world.cancelled).toEqual(['stuck']));
+    // The worker stopped the call, so it is kept: the next check is answered by the same one.
+    expect((await h.guard.check(guardCase({ tag: 'next' }))).message).toBe('next');
+    expect(h.world.inits).toBe(1);
+  });
+
+  it('terminates a worker that cannot stop a timed-out call and answers the next call from a new one', async () => {
+    const h = harness({ guard: { timeoutMs: SHORT_TIMEOUT_MS }, stuckWorkerGraceMs: 50 });
+    await h.guard.ready;
+    const terminated = new Promise((resolve) => h.workerPorts[0]!.once('close', resolve));
+    const verdict = await h.guard.check(guardCase({ tag: 'wedged', mode: 'wedged' }));
+    expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'timeout' } });
+    await terminated;
+    const after = await h.guard.check(guardCase({ tag: 'after-restart' }));
+    expect(after.message).toBe('after-restart');
+    expect(h.world.inits).toBe(2);
+    expect(h.workerPorts).toHaveLength(2);
+  });
+
+  it('refuses a negative or non-finite stuckWorkerGraceMs', () => {
+    expect(() => createGuard({ modelDir: '/m', worker: () => new MessageChannel().port1, stuckWorkerGraceMs: -1 })).toThrow(/stuckWorkerGraceMs: received -1/);
+    expect(() => createGuard({ modelDir: '/m', worker: () => new MessageChannel().port1, stuckWorkerGraceMs: Number.NaN })).toThrow(/stuckWorkerGraceMs/);
   });
 
   it('lets a timed-out call through only when onError is "allow"', async () => {
