@@ -10,7 +10,7 @@ import { sentenceAblations, splitSentences, type DefenseResult, type SentenceRan
 import { serializeError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { Verdict } from '../core/verdict.js';
-import { DOMAINS, generateCase, type GuardCase, type Message, type ToolCall } from '../scenarios/index.js';
+import { DOMAINS, findCase, type GuardCase, type Message, type ScenarioPick, type ToolCall } from '../scenarios/index.js';
 import { modelUrlFromPage, ortWasmPaths } from './guard-worker.js';
 import { attributionChart, h, mindGuardView, sentenceShading } from './views.js';
 
@@ -21,8 +21,6 @@ interface Conversation {
   tools?: GuardCase['tools'];
   intended_action?: ToolCall;
 }
-
-type VariantName = 'benign' | 'injection' | 'poisoning' | 'cot';
 
 const MAX_SCENARIO_SEARCH = 5000;
 // The agent "types": a short pause between messages so the replay reads as a conversation.
@@ -43,28 +41,6 @@ const demo = {
   run: () => runAgent(),
 };
 (globalThis as Record<string, unknown>)['__edgearmorDemo'] = demo;
-
-function matches(c: GuardCase, variant: VariantName): boolean {
-  switch (variant) {
-    case 'benign':
-      return c.kind === 'benign';
-    case 'injection':
-      return c.kind === 'tool_result_injection' && !c.cot;
-    case 'poisoning':
-      return c.kind === 'tool_poisoning';
-    case 'cot':
-      return c.kind === 'tool_result_injection' && c.cot;
-  }
-}
-
-/** The first generated test-split case of this domain and variant (deterministic for a seed). */
-function pickCase(domain: string, variant: VariantName, seed: number): GuardCase | null {
-  for (let i = 0; i < MAX_SCENARIO_SEARCH; i++) {
-    const c = generateCase('test', seed, i);
-    if (c.domain === domain && matches(c, variant)) return c;
-  }
-  return null;
-}
 
 function toConversation(c: GuardCase): Conversation {
   return { messages: c.messages, action: { name: c.action.name, arguments: c.action.arguments }, tools: c.tools, intended_action: c.intended_action };
@@ -148,9 +124,9 @@ function readConversation(): Conversation | null {
 
 function loadScenario(): void {
   const domain = $<HTMLSelectElement>('domain').value;
-  const variant = $<HTMLSelectElement>('variant').value as VariantName;
+  const variant = $<HTMLSelectElement>('variant').value as ScenarioPick;
   const seed = Number($<HTMLInputElement>('seed').value) || 0;
-  const c = pickCase(domain, variant, seed);
+  const c = findCase(domain, variant, seed, MAX_SCENARIO_SEARCH);
   const info = $('scenario-info');
   if (!c) {
     info.textContent = `No ${variant} case for ${domain} in the first ${MAX_SCENARIO_SEARCH} cases of seed ${seed}; try another seed.`;

@@ -217,3 +217,33 @@ export function generateCase(split: Split, seed: number, index: number): GuardCa
     attacker_values: attacked ? [key] : [],
   };
 }
+
+/** The scenario kinds a person picks in the demo (and tests pick to check what the demo shows). */
+export type ScenarioPick = 'benign' | 'injection' | 'poisoning' | 'cot';
+
+/** Names of the scenario picks, in menu order. */
+export const SCENARIO_PICKS: readonly ScenarioPick[] = ['benign', 'injection', 'poisoning', 'cot'];
+
+function isPick(c: GuardCase, pick: ScenarioPick): boolean {
+  switch (pick) {
+    case 'benign':
+      return c.kind === 'benign';
+    case 'injection':
+      return c.kind === 'tool_result_injection' && !c.cot;
+    case 'poisoning':
+      return c.kind === 'tool_poisoning';
+    case 'cot':
+      return c.kind === 'tool_result_injection' && c.cot;
+  }
+}
+
+/** The first test-split case of a domain and pick for a seed (deterministic), or null within the first `maxSearch` cases. */
+export function findCase(domain: string, pick: ScenarioPick, seed: number, maxSearch = 5000): GuardCase | null {
+  if (!DOMAINS.includes(domain)) throw new RangeError(`unknown domain "${domain}": should be one of ${DOMAINS.join(', ')}`);
+  if (!SCENARIO_PICKS.includes(pick)) throw new RangeError(`unknown pick "${String(pick)}": should be one of ${SCENARIO_PICKS.join(', ')}`);
+  for (let i = 0; i < maxSearch; i++) {
+    const c = generateCase('test', seed, i);
+    if (c.domain === domain && isPick(c, pick)) return c;
+  }
+  return null;
+}
