@@ -241,12 +241,14 @@ export const DEFAULT_EDGEARMOR_RULE_OPTIONS: Readonly<ResolvedEdgeArmorRuleOptio
 });
 
 /**
- * MindGuard inside the guard: the paper's defaults except the AIR threshold. On the generator's validation
- * split the embedded proxy's AIR separates poisoned from clean tool lists only weakly (ROC-AUC 0.62): the
- * paper's tau 0.5 flags 71% of clean calls (TPR 0.89); 9.4 keeps false positives at 4.8% (TPR 4.8%).
- * Measured 2026-11-22; pass `toolPoisoning.mindguard.airThreshold: 0.5` for the paper's operating point.
+ * MindGuard inside the guard: the paper's defaults except the AIR threshold, calibrated to ~5% false
+ * positives on the generator's validation split (`npm run eval -- data/validation.jsonl`, method
+ * `edgearmor/mindguard`). There the embedded proxy's AIR ranks poisoned above clean tool lists with
+ * ROC-AUC 0.79 and AP 0.64; 2.2 flags 37% of poisoned calls at 5% false positives, where the paper's
+ * tau 0.5 flags most clean calls. Measured 2026-11-22; pass `toolPoisoning.mindguard.airThreshold: 0.5`
+ * for the paper's operating point.
  */
-const GUARD_MINDGUARD_OPTIONS: ResolvedMindGuardOptions = Object.freeze({ ...DEFAULT_MINDGUARD_OPTIONS, airThreshold: 9.4 });
+const GUARD_MINDGUARD_OPTIONS: ResolvedMindGuardOptions = Object.freeze({ ...DEFAULT_MINDGUARD_OPTIONS, airThreshold: 2.2 });
 
 /** The one frozen set of defaults. */
 export const DEFAULT_GUARD_OPTIONS: Readonly<ResolvedGuardOptions> = Object.freeze({

@@ -54,11 +54,13 @@ interface ModelEntry {
 const Q4_LOGPROB_BOUND_TINY = 3.0;
 const Q4_ATTENTION_BOUND_TINY = 0.35;
 /**
- * The trained embedded proxy, measured (model_q4.onnx vs fp32 PyTorch, both backends): max |log-prob diff| 0.80
- * on a single token of the golden sequences, max |attention diff| 0.149; bounds keep ~25-35% headroom.
+ * The trained embedded proxy, measured (model_q4.onnx vs fp32 PyTorch, both backends): max |log-prob diff| 1.79
+ * over every next-token log-prob of the golden sequences (all 4,096 vocabulary entries, so mostly the unlikely
+ * tail), max |attention diff| 0.187; bounds keep ~15-30% headroom. What the guard reads moves far less:
+ * leave-one-out ROC-AUC on 240 test cases is 0.724 with fp32 weights and 0.726 with q4-roundtripped ones.
  */
-const Q4_LOGPROB_BOUND_EMBEDDED = 1.0;
-const Q4_ATTENTION_BOUND_EMBEDDED = 0.2;
+const Q4_LOGPROB_BOUND_EMBEDDED = 2.3;
+const Q4_ATTENTION_BOUND_EMBEDDED = 0.24;
 /** model_q4.onnx vs PyTorch with the same q4-roundtripped weights: only fp32 rounding may differ. */
 const Q4_REFERENCE_TOL = 1e-4;
 

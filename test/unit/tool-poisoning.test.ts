@@ -64,10 +64,10 @@ describe('the combined tool-poisoning verdict', () => {
 });
 
 describe('tool-poisoning options', () => {
-  it('defaults to the calibrated leave-one-out margin 0.05 and AIR threshold 9.4, both signals on', () => {
+  it('defaults to the calibrated leave-one-out margin 0.05 and AIR threshold 2.2, both signals on', () => {
     const tp = resolveOptions({}).toolPoisoning;
-    expect([tp.leaveOneOut, tp.leaveOneOutMargin, tp.attention, tp.mindguard.airThreshold]).toEqual([true, 0.05, true, 9.4]);
-    expect(resolveOptions({ toolPoisoning: { leaveOneOut: false } }).toolPoisoning.mindguard.airThreshold).toBe(9.4);
+    expect([tp.leaveOneOut, tp.leaveOneOutMargin, tp.attention, tp.mindguard.airThreshold]).toEqual([true, 0.05, true, 2.2]);
+    expect(resolveOptions({ toolPoisoning: { leaveOneOut: false } }).toolPoisoning.mindguard.airThreshold).toBe(2.2);
   });
 
   it("restores the paper's AIR threshold when asked", () => {
