@@ -246,8 +246,10 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
     const pre = preflightVerdict(context);
     if (pre) return pre;
     const extras = () => (lastStatus?.backend ? { backend: lastStatus.backend } : {});
+    let used: Session | null = null;
     try {
-      return await track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId) => {
+      const verdict = await track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId) => {
+        used = session;
         try {
           await session.init;
         } catch (error) {
@@ -257,6 +259,10 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
         }
         return unwrap(await session.remote.check(requestId, input));
       });
+      // This call got the failure policy; a worker whose GPU device is gone, or whose memory ran out, is replaced for the next one.
+      const code = verdict.error?.code;
+      if (used !== null && (code === 'device-lost' || code === 'out-of-memory')) (used as Session).kill(`${code} during inference`);
+      return verdict;
     } catch (error) {
       // Same as the in-process guard: a timeout is a guard failure, answered by the failure policy.
       if (isEdgeArmorError(error) && error.code === 'timeout') return failureVerdict(error, resolved, context.privileged, extras());

@@ -8,6 +8,8 @@ export type ErrorCode =
   | 'integrity-mismatch'
   | 'context-too-long'
   | 'inference-failed'
+  | 'device-lost'
+  | 'out-of-memory'
   | 'aborted'
   | 'timeout'
   | 'worker-crashed'
@@ -87,6 +89,22 @@ export class InferenceError extends EdgeArmorError {
   }
 }
 
+/** The GPU device went away during inference (driver reset, GPU process crash, sleep); the worker guard replaces its worker. */
+export class DeviceLostError extends EdgeArmorError {
+  constructor(message: string, details: JsonObject = {}, options?: { cause?: unknown }) {
+    super('device-lost', message, details, options);
+    this.name = 'DeviceLostError';
+  }
+}
+
+/** Inference ran out of memory (GPU buffers or the wasm heap); the worker guard replaces its worker to get it back. */
+export class OutOfMemoryError extends EdgeArmorError {
+  constructor(message: string, details: JsonObject = {}, options?: { cause?: unknown }) {
+    super('out-of-memory', message, details, options);
+    this.name = 'OutOfMemoryError';
+  }
+}
+
 /** The caller aborted the operation through its signal. */
 export class GuardAbortedError extends EdgeArmorError {
   constructor(message = 'The guard operation was aborted by the caller.', details: JsonObject = {}, options?: { cause?: unknown }) {
@@ -152,6 +170,8 @@ const CLASS_BY_CODE: Readonly<Record<ErrorCode, ErrorConstructorFor>> = Object.f
   'integrity-mismatch': IntegrityError,
   'context-too-long': ContextTooLongError,
   'inference-failed': InferenceError,
+  'device-lost': DeviceLostError,
+  'out-of-memory': OutOfMemoryError,
   aborted: GuardAbortedError,
   timeout: GuardTimeoutError,
   'worker-crashed': WorkerCrashedError,

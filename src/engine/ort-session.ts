@@ -5,6 +5,7 @@
  * Node's fallback. Both share onnxruntime-common's API, so the scorer sees one interface.
  */
 import type { InferenceSession, Tensor } from 'onnxruntime-web';
+import { classifyInferenceError } from './inference-errors.js';
 
 /** Where inference runs. */
 export type Backend = 'node' | 'wasm' | 'webgpu';
@@ -85,7 +86,11 @@ export async function createOrtSession(model: Uint8Array, options: OrtSessionOpt
     inputNames: session.inputNames,
     outputNames: session.outputNames,
     run: (feeds, fetches) =>
-      (fetches === undefined ? session.run(feeds) : session.run(feeds, [...fetches])) as Promise<Record<string, Tensor>>,
+      (
+        (fetches === undefined ? session.run(feeds) : session.run(feeds, [...fetches])) as Promise<Record<string, Tensor>>
+      ).catch((error: unknown) => {
+        throw classifyInferenceError(error, options.backend);
+      }),
     makeInt64: (data, dims) => new ort.Tensor('int64', data, dims),
     makeFloat32: (data, dims) => new ort.Tensor('float32', data, dims),
     release: () => session.release(),

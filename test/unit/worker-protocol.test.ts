@@ -4,7 +4,9 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createGuard, type CreateGuardOptions, type WorkerGuard } from '../../src/client/create-guard.js';
 import { createWorkerService, planBackends } from '../../src/client/worker-service.js';
-import { DisposedError, GuardAbortedError, IntegrityError, InvalidInputError, ModelLoadError, WorkerCrashedError } from '../../src/core/errors.js';
+import { DeviceLostError, DisposedError, GuardAbortedError, IntegrityError, InvalidInputError, ModelLoadError, OutOfMemoryError, WorkerCrashedError } from '../../src/core/errors.js';
+import { failureVerdict } from '../../src/core/verdict.js';
+import { resolveOptions } from '../../src/core/options.js';
 import type { GuardProgress, GuardStatus } from '../../src/core/guard-api.js';
 import type { GuardOptions } from '../../src/core/options.js';
 import type { Verdict } from '../../src/core/verdict.js';
@@ -61,6 +63,9 @@ function fakeGuardFactory(world: FakeWorld, load: 'ok' | 'integrity') {
         const tag = args['tag'] ?? '';
         if (args['mode'] === 'invalid') throw new InvalidInputError('input.action.arguments.amount: received "lots"; allowed: a number.', { where: 'amount' });
         if (args['mode'] === 'load') throw new ModelLoadError('cannot read model file', { file: 'config.json' });
+        // What the local guard answers when onnxruntime reports a lost device or exhausted memory.
+        if (args['mode'] === 'device-lost') return failureVerdict(new DeviceLostError('GPUDevice was lost'), resolveOptions({}), true);
+        if (args['mode'] === 'oom') return failureVerdict(new OutOfMemoryError('std::bad_alloc'), resolveOptions({}), true);
         // A run that never yields (a wedged WebGPU or wasm call): it cannot see the cancel.
         if (args['mode'] === 'wedged') await new Promise<never>(() => undefined);
         if (args['mode'] === 'hang' || args['mode'] === 'held') {
@@ -212,6 +217,27 @@ describe('worker protocol over a MessageChannel', () => {
     expect(after.message).toBe('after-restart');
     expect(h.world.inits).toBe(2);
     expect(h.workerPorts).toHaveLength(2);
+  });
+
+  it.each([
+    ['device-lost', 'device-lost'],
+    ['oom', 'out-of-memory'],
+  ])('answers a %s failure with the failure policy and replaces the worker for the next call', async (mode, code) => {
+    const h = harness();
+    await h.guard.ready;
+    const verdict = await h.guard.check(guardCase({ tag: 'gpu', mode }));
+    expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code } });
+    const after = await h.guard.check(guardCase({ tag: 'after-restart' }));
+    expect(after.message).toBe('after-restart');
+    expect(h.world.inits).toBe(2);
+  });
+
+  it('keeps the worker after an ordinary model failure', async () => {
+    const h = harness();
+    await h.guard.ready;
+    await expect(h.guard.check(guardCase({ tag: 'x', mode: 'load' }))).rejects.toMatchObject({ code: 'model-load-failed' });
+    expect((await h.guard.check(guardCase({ tag: 'next' }))).message).toBe('next');
+    expect(h.world.inits).toBe(1);
   });
 
   it('refuses a negative or non-finite stuckWorkerGraceMs', () => {
