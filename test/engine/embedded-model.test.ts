@@ -20,6 +20,8 @@ const GOLDEN_PATH = 'test/fixtures/engine-golden.json';
 const FP32_TOLERANCE = 1e-4;
 /** q4 vs fp32 PyTorch, per action token on average (measured max ~0.05 on the golden cases; headroom 4x). */
 const Q4_MEAN_TOLERANCE = 0.2;
+// The naive path runs every variant separately on two backends: ~35 s here, more on a busy machine.
+const SLOW_PATH_TIMEOUT_MS = 180_000;
 
 interface GoldenCase {
   id: string;
@@ -175,5 +177,5 @@ describe.skipIf(!existsSync(MODEL_DIR) || golden.length === 0)('the embedded pro
       await prefix.dispose();
       await naive.dispose();
     }
-  });
+  }, SLOW_PATH_TIMEOUT_MS);
 });
