@@ -70,6 +70,8 @@ interface Session {
   connection: WorkerConnection;
   /** Rejects with WorkerCrashedError when the worker dies; never resolves. */
   crashed: Promise<never>;
+  /** The reject functions of this session's in-flight calls (each removes itself when it settles). */
+  inFlight: Set<(error: Error) => void>;
   init: Promise<GuardStatus>;
   dead: boolean;
   /** Terminates the worker and rejects its in-flight calls with WorkerCrashedError; the next call starts a new one. */
@@ -130,11 +132,9 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
   let requestCount = 0;
   let disposed = false;
   let lastStatus: GuardStatus | null = null;
-  let rejectDisposed: (error: Error) => void = () => undefined;
-  const disposedPromise = new Promise<never>((_, reject) => {
-    rejectDisposed = reject;
-  });
-  disposedPromise.catch(() => undefined);
+  // Calls wait on per-call reject functions, never on a long-lived promise: racing every call against a
+  // promise that never settles keeps each call's result reachable from it (a leak of one verdict a call).
+  const inFlight = new Set<(error: Error) => void>();
 
   function singleUse(instance: WorkerLike): () => WorkerLike {
     let used = false;
@@ -161,12 +161,15 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       crashed,
       init: Promise.resolve(null as unknown as GuardStatus),
       dead: false,
+      inFlight: new Set(),
       kill(reason) {
         if (session.dead) return;
         session.dead = true;
         connection.terminate();
         if (current === session) current = null;
-        rejectCrash(new WorkerCrashedError(`The guard worker crashed (${reason}); in-flight calls were rejected and the next call starts a new worker.`, { reason, session: id }));
+        const error = new WorkerCrashedError(`The guard worker crashed (${reason}); in-flight calls were rejected and the next call starts a new worker.`, { reason, session: id });
+        rejectCrash(error);
+        for (const reject of [...session.inFlight]) reject(error);
       },
     };
     connection.onCrash((reason) => session.kill(reason));
@@ -206,36 +209,45 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       }, stuckGraceMs);
       void settledWork.finally(() => clearTimeout(watchdog));
     };
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let onAbort: (() => void) | undefined;
-    const stop = new Promise<never>((_, reject) => {
-      if (opts.timeoutMs !== null) {
-        const ms = opts.timeoutMs;
-        timer = setTimeout(() => {
-          cancelRemote();
-          reject(new GuardTimeoutError(`The check took longer than timeoutMs = ${ms}.`, { timeoutMs: ms }));
-        }, ms);
-      }
-      if (opts.signal) {
-        onAbort = () => {
-          cancelRemote();
-          reject(new GuardAbortedError('The check was aborted by the caller.'));
-        };
-        opts.signal.addEventListener('abort', onAbort, { once: true });
-      }
-    });
-    stop.catch(() => undefined);
     const working = work(session, requestId);
     const settledWork: Promise<unknown> = working.then(
       () => (answered = true),
       () => (answered = true),
     );
-    try {
-      return await Promise.race([working, session.crashed, stop, disposedPromise]);
-    } finally {
-      clearTimeout(timer);
-      if (opts.signal && onAbort) opts.signal.removeEventListener('abort', onAbort);
-    }
+    return new Promise<T>((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const onAbort = () => {
+        cancelRemote();
+        fail(new GuardAbortedError('The check was aborted by the caller.'));
+      };
+      const cleanup = () => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        session.inFlight.delete(fail);
+        inFlight.delete(fail);
+      };
+      function fail(error: Error): void {
+        cleanup();
+        reject(error);
+      }
+      session.inFlight.add(fail);
+      inFlight.add(fail);
+      if (opts.timeoutMs !== null) {
+        const ms = opts.timeoutMs;
+        timer = setTimeout(() => {
+          cancelRemote();
+          fail(new GuardTimeoutError(`The check took longer than timeoutMs = ${ms}.`, { timeoutMs: ms }));
+        }, ms);
+      }
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      working.then(
+        (value) => {
+          cleanup();
+          resolve(value);
+        },
+        (error: unknown) => fail(error instanceof Error ? error : new Error(String(error))),
+      );
+    });
   }
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
@@ -297,7 +309,8 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
     async dispose() {
       if (disposed) return;
       disposed = true;
-      rejectDisposed(new DisposedError('The guard was disposed while this call was in flight.'));
+      const error = new DisposedError('The guard was disposed while this call was in flight.');
+      for (const reject of [...inFlight]) reject(error);
       const session = current;
       current = null;
       if (!session) return;

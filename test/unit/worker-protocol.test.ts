@@ -1,5 +1,7 @@
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createGuard, type CreateGuardOptions, type WorkerGuard } from '../../src/client/create-guard.js';
@@ -238,6 +240,22 @@ describe('worker protocol over a MessageChannel', () => {
     await expect(h.guard.check(guardCase({ tag: 'x', mode: 'load' }))).rejects.toMatchObject({ code: 'model-load-failed' });
     expect((await h.guard.check(guardCase({ tag: 'next' }))).message).toBe('next');
     expect(h.world.inits).toBe(1);
+  });
+
+  it('keeps no reference to an answered call\'s verdict (calls do not wait on promises that never settle)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const h = harness();
+    await h.guard.ready;
+    let verdict: Verdict | null = await h.guard.check(guardCase({ tag: 'collect-me' }));
+    const ref = new WeakRef(verdict);
+    expect(ref.deref()?.message).toBe('collect-me');
+    verdict = null;
+    for (let i = 0; i < 5 && ref.deref() !== undefined; i++) {
+      await new Promise((r) => setImmediate(r));
+      gc();
+    }
+    expect(ref.deref()).toBeUndefined();
   });
 
   it('refuses a negative or non-finite stuckWorkerGraceMs', () => {
