@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrtSession, type Backend, type OrtSession } from '../../src/engine/ort-session';
-import { estimateForwardBytes, minimumBudgetBytes, scoreSequencesShared, trieMinimumTokens } from '../../src/engine/prefix-scorer';
+import { DEFAULT_MAX_BATCH_BYTES, estimateForwardBytes, minimumBudgetBytes, scoreSequencesShared, trieMinimumTokens } from '../../src/engine/prefix-scorer';
 import { scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/tiny-proxy/', import.meta.url));
@@ -128,6 +128,19 @@ for (const { name, backend } of BACKENDS) {
         });
       }
     }
+
+    // One backend is enough for a memory bound: 100 leave-one-out branches cost ~175k tokens (~10 s on node, twice on wasm).
+    it.skipIf(backend !== 'node')('stays within the default memory budget with 100 spans (102 variants) and still computes only the trie minimum', async () => {
+      const c = syntheticCase(100, 4242, true);
+      const shared = await scoreSequencesShared(session, dims, c.sequences);
+      expect(shared.results).toHaveLength(c.sequences.length);
+      expect(shared.stats.peakEstimatedBytes).toBeLessThanOrEqual(DEFAULT_MAX_BATCH_BYTES);
+      expect(shared.stats.computedTokens).toBe(shared.stats.trieMinimumTokens);
+      // Spot-check three variants against the naive path: full, no-user and the last span's.
+      const picks = [0, 1, c.sequences.length - 4];
+      const naive = await scoreSequences(session, dims, picks.map((i) => c.sequences[i]!));
+      picks.forEach((i, k) => expect(maxDiff(shared.results[i]!.tokenLogProbs, naive[k]!.tokenLogProbs)).toBeLessThan(LOGPROB_TOL));
+    });
 
     it('returns the attention rows of the full variant exactly as the naive path does', async () => {
       const c = syntheticCase(3, 7, true, true);
