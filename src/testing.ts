@@ -21,8 +21,8 @@
  * ```
  */
 import { createGuard, type CreateGuardOptions, type WorkerGuard } from './client/create-guard.js';
-import type { BackendPreference } from './client/protocol.js';
-import { serializeError, type ErrorCode, type WireError } from './core/errors.js';
+import { settle, type BackendPreference, type WireResult } from './client/protocol.js';
+import type { ErrorCode, WireError } from './core/errors.js';
 import type { GuardStatus } from './core/guard-api.js';
 import type { GuardOptions } from './core/options.js';
 import type { Verdict } from './core/verdict.js';
@@ -43,7 +43,7 @@ export interface HarnessStartOptions {
 }
 
 /** A result that crossed from the page: the value, or the error as data. */
-export type HarnessResult<T> = { ok: true; value: T } | { ok: false; error: WireError };
+export type HarnessResult<T> = WireResult<T>;
 
 /** The harness a test page exposes at `globalThis.__edgearmorHarness`. */
 export interface GuardHarness {
@@ -59,14 +59,6 @@ export interface GuardHarness {
 export interface InstallHarnessOptions extends Pick<CreateGuardOptions, 'worker' | 'wasmPaths' | 'wasmThreads'> {
   /** @defaultValue 'models/edgearmor-proxy/' */
   defaultModelUrl?: string;
-}
-
-async function settle<T>(work: () => Promise<T>): Promise<HarnessResult<T>> {
-  try {
-    return { ok: true, value: await work() };
-  } catch (error) {
-    return { ok: false, error: serializeError(error) };
-  }
 }
 
 /** Browser side: exposes a guard harness on `globalThis` for {@link startGuardPage}; returns it. */

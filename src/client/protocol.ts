@@ -6,7 +6,7 @@
  * {@link WireResult} carrying `{name, code, message, details}`, which the client rebuilds into the
  * right EdgeArmorError subclass with `deserializeError`.
  */
-import type { WireError } from '../core/errors.js';
+import { serializeError, type WireError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import type { Verdict } from '../core/verdict.js';
@@ -15,6 +15,15 @@ export type { WireError } from '../core/errors.js';
 
 /** The outcome of a remote call: a value, or the failure as plain data. */
 export type WireResult<T> = { ok: true; value: T } | { ok: false; error: WireError };
+
+/** Runs `work` and returns its value or its error as a WireResult (nothing thrown crosses the boundary). */
+export async function settle<T>(work: () => Promise<T>): Promise<WireResult<T>> {
+  try {
+    return { ok: true, value: await work() };
+  } catch (error) {
+    return { ok: false, error: serializeError(error) };
+  }
+}
 
 /** Backend preference: 'auto' is WebGPU when an adapter exists, else wasm (browser) or onnxruntime-node, else wasm (Node). */
 export type BackendPreference = 'auto' | 'webgpu' | 'wasm' | 'node';

@@ -3,14 +3,14 @@
  * AbortController per request so `cancel(requestId)` stops that request's model work.
  */
 import { releaseProxy } from 'comlink';
-import { BackendUnavailableError, IntegrityError, InvalidOptionsError, isEdgeArmorError, serializeError } from '../core/errors.js';
+import { BackendUnavailableError, IntegrityError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import { createBrowserReader, type BrowserFileReader } from '../engine/files-browser.js';
 import { createLocalGuard, type LocalGuard, type LocalGuardRuntime } from '../engine/local-guard.js';
 import type { FileReader } from '../engine/model-files.js';
 import type { Backend } from '../engine/ort-session.js';
-import type { BackendPreference, GuardWorkerApi, WireResult, WorkerInitOptions } from './protocol.js';
+import { settle, type BackendPreference, type GuardWorkerApi, type WireResult, type WorkerInitOptions } from './protocol.js';
 
 /** Seams for tests and other hosts; the defaults build the real engine. */
 export interface WorkerServiceDeps {
@@ -72,14 +72,6 @@ export async function planBackends(preference: BackendPreference, env: { isNode:
     return { backends: ['webgpu'], fallbackReason: null };
   }
   return reason === null ? { backends: ['webgpu', 'wasm'], fallbackReason: null } : { backends: ['wasm'], fallbackReason: `WebGPU: ${reason}` };
-}
-
-async function settle<T>(work: () => Promise<T>): Promise<WireResult<T>> {
-  try {
-    return { ok: true, value: await work() };
-  } catch (error) {
-    return { ok: false, error: serializeError(error) };
-  }
 }
 
 /** Creates the service a worker exposes with `Comlink.expose`. */
