@@ -199,21 +199,17 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
     if (opts.signal?.aborted) throw new GuardAbortedError('The check was aborted by the caller before it started.');
     const session = ensureSession();
     const requestId = `${session.id}:${++requestCount}`;
-    let answered = false;
+    let watchdog: ReturnType<typeof setTimeout> | undefined;
     const cancelRemote = () => {
       if (session.dead) return;
       void session.remote.cancel(requestId).catch(() => undefined);
       // A worker that cannot even stop this call (it never yields to read the cancel) is wedged.
-      const watchdog = setTimeout(() => {
-        if (!answered) session.kill(`it did not stop a cancelled call within ${stuckGraceMs} ms`);
-      }, stuckGraceMs);
-      void settledWork.finally(() => clearTimeout(watchdog));
+      watchdog = setTimeout(() => session.kill(`it did not stop a cancelled call within ${stuckGraceMs} ms`), stuckGraceMs);
     };
     const working = work(session, requestId);
-    const settledWork: Promise<unknown> = working.then(
-      () => (answered = true),
-      () => (answered = true),
-    );
+    // Any answer from the worker, even a refusal, shows it is not wedged.
+    const stopWatchdog = () => clearTimeout(watchdog);
+    working.then(stopWatchdog, stopWatchdog);
     return new Promise<T>((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const onAbort = () => {
