@@ -89,12 +89,8 @@ def amp_context(device: str, amp):
     return torch.autocast(device_type=device, dtype=amp) if amp is not None else contextlib.nullcontext()
 
 
+# The tokenizer encode jobs use; set once in main, inherited by forked encoding workers.
 _TOK = None
-
-
-def _encode_worker_init(tok_dir: str):
-    global _TOK
-    _TOK = bpe.Tokenizer.load(f"{tok_dir}/tokenizer.json")
 
 
 def _encode_job(job):
@@ -158,15 +154,17 @@ def main():
         tok.save(args.out, args.max_len)
         print(f"tokenizer: {len(vocab)} tokens in {time.time() - t0:.0f}s", flush=True)
 
+    global _TOK
+    _TOK = tok
+
     def enc(cases, tools_p, redact_p):
         # Draws stay in this process (same jobs for any worker count); encoding may fan out.
         jobs = [(c, args.max_len, rng.getrandbits(32), rng.random() < tools_p, rng.random() < redact_p) for c in cases]
         if args.workers > 1:
             import multiprocessing as mp
-            with mp.get_context("fork").Pool(args.workers, _encode_worker_init, (args.out,)) as pool:
+            with mp.get_context("fork").Pool(args.workers) as pool:
                 encoded = pool.map(_encode_job, jobs, chunksize=64)
         else:
-            _encode_worker_init(args.out)
             encoded = [_encode_job(j) for j in jobs]
         return [e for e in encoded if e is not None]
 
