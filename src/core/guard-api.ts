@@ -5,8 +5,8 @@
 import type { DefenseCallbacks, DefenseResult } from './defense.js';
 import type { Verdict } from './verdict.js';
 
-/** Inference backend names as reported in statuses and verdicts. */
-export type BackendName = 'node' | 'wasm' | 'webgpu';
+/** Inference backend names as reported in statuses and verdicts; 'remote' is a scoring server (vLLM). */
+export type BackendName = 'node' | 'wasm' | 'webgpu' | 'remote';
 
 /** Where the guard is in its life. */
 export type GuardState = 'loading' | 'ready' | 'failed' | 'disposed';

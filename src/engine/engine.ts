@@ -7,6 +7,7 @@ import type { StructuredContext } from '../core/context.js';
 import type { Variant } from '../core/variants.js';
 import type { ActionTokenPart } from '../core/attribution.js';
 import type { ActionTextMode } from '../core/options.js';
+import type { BackendName } from '../core/guard-api.js';
 import { callJson, formatJson, encodeActionCall, encodeActionRaw, encodeBos, encodeMessage, encodeToolDef } from './chat-format.js';
 import type { ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
@@ -39,7 +40,8 @@ export type ScoringMode = 'prefix' | 'naive';
 /** What the engine knows about itself. */
 export interface EngineInfo {
   model: string;
-  backend: Backend;
+  /** The onnxruntime backend, or 'remote' for a scoring server. */
+  backend: BackendName;
   variant: string;
   /** The longest sequence the model takes (config.json max_position_embeddings). */
   maxContextTokens: number;
@@ -100,6 +102,47 @@ export interface ProxyEngine {
   dispose(): Promise<void>;
 }
 
+/**
+ * Runs token sequences through the model, wherever it is (an onnxruntime session here, a scoring
+ * server for remote proxies); results come back in input order.
+ */
+export type SequenceRunner = (
+  sequences: readonly ScoreSequence[],
+  signal: AbortSignal | undefined,
+) => Promise<{ results: ScoreResult[]; computedTokens: number }>;
+
+/** The parts a proxy engine is made of; {@link createEngine} and the remote proxy build one each. */
+export interface EngineParts {
+  info: EngineInfo;
+  tokenizer: ProxyTokenizer;
+  /** Scores the variants of guard calls. */
+  run: SequenceRunner;
+  /** Scores raw sequences as given (baselines); defaults to `run`. */
+  runTokens?: SequenceRunner;
+  dispose(): Promise<void>;
+}
+
+/** Wraps a sequence runner with the rendering, truncation and ablation of guard calls. */
+export function engineFromParts(parts: EngineParts): ProxyEngine {
+  const runTokens = parts.runTokens ?? parts.run;
+  return {
+    info: parts.info,
+    tokenizer: parts.tokenizer,
+    score: (request) => scoreRequest(parts.tokenizer, parts.info, parts.run, request),
+    scoreTokens: async (sequences, signal) => (await runTokens(sequences, signal)).results,
+    dispose: () => parts.dispose(),
+  };
+}
+
+/** The model's longest sequence, from config.json. */
+export function maxPositionsFromConfig(config: Record<string, unknown>): number {
+  const v = config['max_position_embeddings'];
+  if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
+    throw new ModelLoadError(`config.json: "max_position_embeddings" must be a positive integer, received ${JSON.stringify(v)}`, { key: 'max_position_embeddings' });
+  }
+  return v;
+}
+
 function dimsFromConfig(config: Record<string, unknown>, padTokenId: number): ModelDims & { maxPositions: number } {
   const num = (key: string, fallback?: number): number => {
     const v = config[key] ?? fallback;
@@ -117,7 +160,7 @@ function dimsFromConfig(config: Record<string, unknown>, padTokenId: number): Mo
     headDim: num('head_dim', hidden / heads),
     vocabSize: num('vocab_size'),
     padTokenId,
-    maxPositions: num('max_position_embeddings'),
+    maxPositions: maxPositionsFromConfig(config),
     hiddenSize: hidden,
     intermediateSize: num('intermediate_size', 4 * hidden),
   };
@@ -147,13 +190,17 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
     maxContextTokens: dims.maxPositions,
     attention: session.outputNames.some((n) => n.startsWith('attentions.')),
   };
-  return {
+  const maxBatchTokens = options.maxBatchTokens ?? 8192;
+  return engineFromParts({
     info,
     tokenizer,
-    score: (request) => scoreRequest(tokenizer, session, dims, info, request, options),
-    scoreTokens: (sequences, signal) => scoreSequences(session, dims, sequences, { maxBatchTokens: options.maxBatchTokens ?? 8192, ...(signal ? { signal } : {}) }),
+    run: (sequences, signal) => runSequences(session, dims, sequences, options, signal),
+    runTokens: async (sequences, signal) => ({
+      results: await scoreSequences(session, dims, sequences, { maxBatchTokens, ...(signal ? { signal } : {}) }),
+      computedTokens: sequences.reduce((a, s) => a + s.context.length + s.action.length, 0),
+    }),
     dispose: () => session.release(),
-  };
+  });
 }
 
 /** Where the parts of a template-rendered action sit among its tokens. */
@@ -207,14 +254,7 @@ export function actionLayout(tokenizer: Pick<ProxyTokenizer, 'tokenByteLength'>,
 
 const MIN_KEPT_MESSAGE_TOKENS = 32;
 
-async function scoreRequest(
-  tokenizer: ProxyTokenizer,
-  session: OrtSession,
-  dims: ModelDims,
-  info: EngineInfo,
-  request: ScoreRequest,
-  options: EngineOptions,
-): Promise<EngineScores> {
+async function scoreRequest(tokenizer: ProxyTokenizer, info: EngineInfo, run: SequenceRunner, request: ScoreRequest): Promise<EngineScores> {
   const { context, variants } = request;
   const action =
     request.actionText === 'raw'
@@ -270,7 +310,7 @@ async function scoreRequest(
     const msgs = messageIds.map((ids, i) => (i === r.messageIndex ? replaced : ids));
     sequences.push({ context: [...bos, ...toolIds.flat(), ...msgs.flat(), ...action.prefix], action: action.ids, withAttention: false });
   }
-  const { results, computedTokens } = await runSequences(session, dims, sequences, options, request.signal);
+  const { results, computedTokens } = await run(sequences, request.signal);
 
   const layout: ContextLayout = { user: [], tools: [], toolResults: [], actionStart: 0 };
   let pos = bos.length;

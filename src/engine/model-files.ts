@@ -72,12 +72,33 @@ function parseJson(path: string, bytes: Uint8Array): Record<string, unknown> {
   }
 }
 
+/** The verified files a model's tokenizer and chat format need: everything but the weights. */
+export type TokenizerModelFiles = Omit<ModelFiles, 'onnx' | 'variant'>;
+
 /** Reads, verifies and parses the files of a model; `onFile` reports each verified file. */
 export async function loadModelFiles(
   read: FileReader,
   variant: ModelVariant,
   onFile?: (path: string, bytes: number) => void,
 ): Promise<ModelFiles> {
+  const { manifest, get } = await openManifest(read, onFile);
+  const [base, onnx] = await Promise.all([readTokenizerFiles(manifest, get), get(VARIANT_FILES[variant])]);
+  return { ...base, onnx, variant };
+}
+
+/**
+ * Reads and verifies a model's manifest, config and tokenizer files without its weights: what a
+ * remote proxy needs to render and tokenise locally.
+ */
+export async function loadTokenizerFiles(read: FileReader, onFile?: (path: string, bytes: number) => void): Promise<TokenizerModelFiles> {
+  const { manifest, get } = await openManifest(read, onFile);
+  return readTokenizerFiles(manifest, get);
+}
+
+async function openManifest(
+  read: FileReader,
+  onFile: ((path: string, bytes: number) => void) | undefined,
+): Promise<{ manifest: ModelManifest; get: (path: string) => Promise<Uint8Array> }> {
   const manifest = parseJson('manifest.json', await read('manifest.json')) as unknown as ModelManifest;
   if (typeof manifest.files !== 'object' || manifest.files === null) {
     throw new ModelLoadError('manifest.json has no "files" map of {sha256, size} entries', {});
@@ -88,11 +109,14 @@ export async function loadModelFiles(
     onFile?.(path, bytes.byteLength);
     return bytes;
   };
-  const [config, tokenizerJson, tokenizerConfig, onnx] = await Promise.all([
+  return { manifest, get };
+}
+
+async function readTokenizerFiles(manifest: ModelManifest, get: (path: string) => Promise<Uint8Array>): Promise<TokenizerModelFiles> {
+  const [config, tokenizerJson, tokenizerConfig] = await Promise.all([
     get('config.json').then((b) => parseJson('config.json', b)),
     get('tokenizer.json').then((b) => parseJson('tokenizer.json', b)),
     get('tokenizer_config.json').then((b) => parseJson('tokenizer_config.json', b)),
-    get(VARIANT_FILES[variant]),
   ]);
-  return { manifest, config, tokenizerJson, tokenizerConfig, onnx, variant };
+  return { manifest, config, tokenizerJson, tokenizerConfig };
 }

@@ -29,6 +29,8 @@ export interface ScoreSequence {
   action: readonly number[];
   /** Return the attention rows of this sequence's action tokens (needs the attention extension). */
   withAttention?: boolean;
+  /** Also return the most likely token after the sequence (greedy next token). */
+  withNextToken?: boolean;
 }
 
 /** Attention rows from the action tokens to every position of their sequence. */
@@ -42,6 +44,8 @@ export interface ActionAttention {
 export interface ScoreResult {
   tokenLogProbs: Float64Array;
   attention?: ActionAttention;
+  /** The greedy next token and its log-prob, when asked. */
+  nextToken?: { id: number; logProb: number };
 }
 
 /** Options for {@link scoreSequences}. */
@@ -61,6 +65,12 @@ export function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number
   let sum = 0;
   for (let i = 0; i < vocab; i++) sum += Math.exp(logits[offset + i]! - max);
   return logits[offset + target]! - max - Math.log(sum);
+}
+
+function argmaxRow(logits: Float32Array, offset: number, vocab: number): { id: number; logProb: number } {
+  let id = 0;
+  for (let i = 1; i < vocab; i++) if (logits[offset + i]! > logits[offset + id]!) id = i;
+  return { id, logProb: logSoftmaxAt(logits, offset, vocab, id) };
 }
 
 /** Groups sequence indexes (sorted by length) into micro-batches under the token budget. */
@@ -149,6 +159,7 @@ async function runBatch(session: OrtSession, dims: ModelDims, seqs: readonly Sco
       lp[j] = logSoftmaxAt(logitData, (r * K + row) * V, V, s.action[j]!);
     }
     const res: ScoreResult = { tokenLogProbs: lp };
+    if (s.withNextToken) res.nextToken = argmaxRow(logitData, (r * K + K - 1) * V, V);
     if (s.withAttention && rows > 0) res.attention = sliceAttention(out, dims, r, rows, T, s);
     return res;
   });
