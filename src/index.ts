@@ -9,3 +9,4 @@ export { createLocalGuard, defendWith, type LocalGuard, type LocalGuardRuntime }
 export type { FileReader, ModelManifest, ModelVariant } from './engine/model-files.js';
 export { createGuard, DEFAULT_MODEL_URL, type CreateGuardOptions, type WorkerGuard, type WorkerLike } from './client/create-guard.js';
 export type { BackendPreference, ModelLocation } from './client/protocol.js';
+export { validateRemoteProxyOptions, type RemoteProxyOptions } from './engine/remote-proxy.js';

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseGuardInput } from '../core/adapters.js';
 import { EdgeArmorError, InvalidInputError } from '../core/errors.js';
-import { fail, guardOptionsFrom, GUARD_FLAGS } from './flags.js';
+import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE } from './flags.js';
 import type { GuardInput } from '../core/types.js';
 import type { ToolPoisoningVerdict } from '../core/tool-poisoning.js';
 import type { Verdict } from '../core/verdict.js';
@@ -33,7 +33,13 @@ options:
   --untrusted-tools <a,b>    only these tools' results are untrusted
   --trusted-tools <a,b>      these tools' results are trusted
   --privileged-tools <a,b>   only calls of these tools are checked
-  -h, --help`;
+\${REMOTE_PROXY_USAGE}
+  -h, --help
+
+edgearmor serve-proxy [--port 8000] [--host 127.0.0.1] [--model <dir>] [--variant q4|fp32]
+                      [--served-model-name <name>]
+  Serves a model directory over the part of vLLM's API that --remote-proxy uses, so one bigger
+  machine can score for many clients. EDGEARMOR_REMOTE_API_KEY, when set, is required from clients.`;
 
 /** A case with its id for reporting. */
 interface NumberedCase {
@@ -164,18 +170,57 @@ async function check(args: string[]): Promise<void> {
     return;
   }
   if (positionals.length !== 1) fail(`check takes one file, received ${positionals.length}; see edgearmor check --help`);
-  const { options, variant } = guardOptionsFrom(values);
+  const { options, variant, remoteProxy } = guardOptionsFrom(values);
   const cases = readCases(positionals[0]!);
 
   // The engine (onnxruntime, transformers.js) loads only after the input has been validated.
   const { createNodeGuard } = await import('../node.js');
-  const guard = createNodeGuard({ ...options, ...(values.model ? { modelDir: values.model } : {}), modelVariant: variant });
+  const guard = createNodeGuard({ ...options, ...(values.model ? { modelDir: values.model } : {}), modelVariant: variant, ...(remoteProxy ? { remoteProxy } : {}) });
   await guard.ready;
   for (const c of cases) {
     const verdict = await guard.check(c.input);
     process.stdout.write(values.json ? `${JSON.stringify(verdictRecord(c.id, verdict))}\n` : verdictTable(c.id, c.input, verdict));
   }
   await guard.dispose();
+}
+
+async function serveProxy(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      model: { type: 'string' },
+      variant: { type: 'string' },
+      'served-model-name': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const port = Number(values.port ?? 8000);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port: received "${values.port}"; allowed: an integer from 0 to 65535`);
+  const variant = values.variant ?? 'q4';
+  if (variant !== 'q4' && variant !== 'fp32') fail(`--variant: received "${variant}"; allowed: q4, fp32`);
+  const { createEngine } = await import('../engine/engine.js');
+  const { directoryReader, embeddedModelDir } = await import('../engine/files-node.js');
+  const { loadModelFiles } = await import('../engine/model-files.js');
+  const { startProxyServer } = await import('../engine/proxy-server.js');
+  const engine = await createEngine(await loadModelFiles(directoryReader(values.model ?? embeddedModelDir()), variant), { backend: 'node' });
+  const apiKey = process.env['EDGEARMOR_REMOTE_API_KEY'];
+  const server = await startProxyServer({
+    engine,
+    port,
+    host: values.host ?? '127.0.0.1',
+    ...(values['served-model-name'] ? { servedModelName: values['served-model-name'] } : {}),
+    ...(apiKey ? { apiKey } : {}),
+  });
+  process.stderr.write(`edgearmor serve-proxy: ${server.servedModelName} (${variant}) at ${server.url}; Ctrl-C stops it\n`);
+  const stop = () => void server.close().then(() => engine.dispose()).then(() => process.exit(0));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
 }
 
 /** Runs the command line with argv (without node and script). */
@@ -185,6 +230,8 @@ export async function main(argv: string[]): Promise<void> {
     switch (command) {
       case 'check':
         return await check(rest);
+      case 'serve-proxy':
+        return await serveProxy(rest);
       case 'eval': {
         const { evalCommand } = await import('./eval-command.js');
         return await evalCommand(rest);
@@ -195,7 +242,7 @@ export async function main(argv: string[]): Promise<void> {
         process.stdout.write(`${USAGE}\n`);
         return;
       default:
-        fail(`unknown command "${command}"; allowed: check, eval`);
+        fail(`unknown command "${command}"; allowed: check, eval, serve-proxy`);
     }
   } catch (e) {
     if (e instanceof EdgeArmorError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) fail((e as Error).message);

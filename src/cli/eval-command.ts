@@ -16,7 +16,7 @@ import {
   type EvalMethod,
 } from '../eval/index.js';
 import { resolveOptions } from '../core/options.js';
-import { fail, guardOptionsFrom, GUARD_FLAGS } from './flags.js';
+import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE } from './flags.js';
 
 const EVAL_USAGE = `usage: edgearmor eval <cases.jsonl> [more.jsonl ...] [options]
 
@@ -35,6 +35,8 @@ options:
   --variant <q4|fp32>        model file variant (default q4)
   --config, --tau, --rule, --user-request, --mask-cot-for-scoring, --action-text, --on-error,
   --untrusted-tools, --trusted-tools, --privileged-tools: guard options, as for check
+\${REMOTE_PROXY_USAGE}
+                             (the reference baseline still runs --model locally)
   -h, --help`;
 
 const BASELINES = ['regex', 'reference', 'never', 'always'] as const;
@@ -80,7 +82,7 @@ export async function evalCommand(args: string[]): Promise<void> {
   const limit = intFlag(values.limit, '--limit', 1);
   const seed = intFlag(values.seed, '--seed', 0) ?? 0;
   const baselines = parseBaselines(values.baselines, values['no-baselines']);
-  const { options, variant } = guardOptionsFrom(values);
+  const { options, variant, remoteProxy } = guardOptionsFrom(values);
   const all: EvalCase[] = positionals.flatMap((p) => readEvalCases(p));
   const cases = sampleCases(all, limit, seed);
   const date = new Date().toISOString().slice(0, 10);
@@ -89,7 +91,7 @@ export async function evalCommand(args: string[]): Promise<void> {
   // The engine (onnxruntime, transformers.js) loads only after the input has been validated.
   const { createNodeGuard, embeddedModelDir } = await import('../node.js');
   const modelDir = values.model ?? embeddedModelDir();
-  const guard = createNodeGuard({ ...options, modelDir, modelVariant: variant });
+  const guard = createNodeGuard({ ...options, modelDir, modelVariant: variant, ...(remoteProxy ? { remoteProxy } : {}) });
   const status = await guard.ready;
   const methods: EvalMethod[] = [...guardMethods(guard)];
   let disposeReference: (() => Promise<void>) | null = null;

@@ -4,6 +4,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { InvalidOptionsError } from '../core/errors.js';
+import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../engine/remote-proxy.js';
 import { mergeOptions, optionsFromEnv, resolveOptions, type GuardOptions } from '../core/options.js';
 
 /** Prints a one-line error and exits with status 2. */
@@ -45,10 +46,22 @@ export const GUARD_FLAGS = {
   'untrusted-tools': { type: 'string' },
   'trusted-tools': { type: 'string' },
   'privileged-tools': { type: 'string' },
+  'remote-proxy': { type: 'string' },
+  'remote-model': { type: 'string' },
 } as const;
 
+/** Help lines of the remote proxy flags, shared by the subcommands' usage texts. */
+export const REMOTE_PROXY_USAGE = `  --remote-proxy <url>       score on a vLLM server (OpenAI-compatible /v1/completions) instead of
+                             locally; --model then only supplies the tokenizer (default: embedded)
+  --remote-model <name>      the served model name (required with --remote-proxy);
+                             the API key, if any, comes from EDGEARMOR_REMOTE_API_KEY`;
+
 /** Merges flags, environment and config file into validated guard options (before any model loads). */
-export function guardOptionsFrom(values: Partial<Record<keyof typeof GUARD_FLAGS, string | undefined>>): { options: GuardOptions; variant: 'q4' | 'fp32' } {
+export function guardOptionsFrom(values: Partial<Record<keyof typeof GUARD_FLAGS, string | undefined>>): {
+  options: GuardOptions;
+  variant: 'q4' | 'fp32';
+  remoteProxy?: RemoteProxyOptions;
+} {
   const variant = values.variant ?? 'q4';
   if (variant !== 'q4' && variant !== 'fp32') fail(`--variant: received "${variant}"; allowed: q4, fp32`);
   const flags = {
@@ -73,5 +86,13 @@ export function guardOptionsFrom(values: Partial<Record<keyof typeof GUARD_FLAGS
   }
   const options = mergeOptions(flags, optionsFromEnv(process.env), config);
   resolveOptions(options); // validates before the model loads
-  return { options, variant };
+  const url = values['remote-proxy'];
+  if (url === undefined) {
+    if (values['remote-model'] !== undefined) fail('--remote-model needs --remote-proxy <url>');
+    return { options, variant };
+  }
+  if (values['remote-model'] === undefined) fail('--remote-proxy needs --remote-model <served model name>');
+  const apiKey = process.env['EDGEARMOR_REMOTE_API_KEY'];
+  const remoteProxy = validateRemoteProxyOptions({ url, model: values['remote-model'], ...(apiKey ? { apiKey } : {}) });
+  return { options, variant, remoteProxy };
 }

@@ -17,6 +17,7 @@ import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus }
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
 import { failureVerdict, preflightVerdict, type Verdict } from '../core/verdict.js';
 import { defendWith } from '../engine/local-guard.js';
+import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../engine/remote-proxy.js';
 import { connectWorker, type WorkerConnection, type WorkerLike } from './endpoint.js';
 import type { BackendPreference, GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
 
@@ -41,6 +42,12 @@ export interface CreateGuardOptions extends GuardOptions {
   wasmPaths?: string | Record<string, string>;
   /** Padded tokens per forward pass. @defaultValue 8192 */
   maxBatchTokens?: number;
+  /**
+   * Score on a vLLM (OpenAI-compatible completions) server instead of in the worker. Opt-in: the
+   * only option that makes the guard use the network; the server needs CORS for the page's origin
+   * (vLLM `--allowed-origins`). The model location then supplies only the tokenizer and config.
+   */
+  remoteProxy?: RemoteProxyOptions;
   /** Load progress of every worker start (a restart reports again). */
   onProgress?: (event: GuardProgress) => void;
   /**
@@ -108,7 +115,7 @@ function unwrap<T>(result: WireResult<T>): T {
 
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
-  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, onProgress, stuckWorkerGraceMs, ...guardOptions } = options;
+  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, onProgress, stuckWorkerGraceMs, remoteProxy, ...guardOptions } = options;
   const resolved: ResolvedGuardOptions = resolveOptions(guardOptions);
   const stuckGraceMs = stuckWorkerGraceMs ?? STUCK_WORKER_GRACE_MS;
   if (!Number.isFinite(stuckGraceMs) || stuckGraceMs < 0) {
@@ -122,6 +129,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
     ...(wasmThreads !== undefined ? { wasmThreads } : {}),
     ...(wasmPaths !== undefined ? { wasmPaths } : {}),
     ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}),
+    ...(remoteProxy !== undefined ? { remoteProxy: validateRemoteProxyOptions(remoteProxy) } : {}),
   };
   // Fails here, not in the worker, when options cannot be cloned (functions, cycles).
   structuredClone(init);

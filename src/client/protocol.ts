@@ -10,6 +10,7 @@ import { serializeError, type WireError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import type { Verdict } from '../core/verdict.js';
+import type { RemoteProxyOptions } from '../engine/remote-proxy.js';
 
 export type { WireError } from '../core/errors.js';
 
@@ -46,6 +47,8 @@ export interface WorkerInitOptions {
   wasmPaths?: string | Record<string, string>;
   /** Padded tokens per forward pass. @defaultValue 8192 */
   maxBatchTokens?: number;
+  /** Score on a remote proxy server; `model` then only supplies the tokenizer and config. */
+  remoteProxy?: RemoteProxyOptions;
 }
 
 /** The guard service a worker exposes through Comlink. */

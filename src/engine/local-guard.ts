@@ -16,13 +16,16 @@ import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '..
 import { buildVariants } from '../core/variants.js';
 import { failureVerdict, modelVerdict, preflightVerdict, type Verdict } from '../core/verdict.js';
 import { createEngine, type EngineScores, type ProxyEngine } from './engine.js';
-import { loadModelFiles, type FileReader, type ModelVariant } from './model-files.js';
+import { loadModelFiles, loadTokenizerFiles, type FileReader, type ModelVariant } from './model-files.js';
 import type { Backend } from './ort-session.js';
+import { createRemoteEngine, type RemoteProxyOptions } from './remote-proxy.js';
 
 /** Where and how the in-process guard runs its model. */
 export interface LocalGuardRuntime {
-  /** Reads the model's files (integrity-checked against its manifest). */
+  /** Reads the model's files (integrity-checked against its manifest); with `remote`, only its tokenizer and config are read. */
   reader: FileReader;
+  /** Score on a remote proxy server instead of a local onnxruntime session (opt-in: the only network use). */
+  remote?: RemoteProxyOptions;
   /** Backends to try, in order; the first that loads is used and the others' failures are reported. */
   backends: readonly Backend[];
   /** Why earlier preferred backends were skipped before loading (e.g. no WebGPU adapter). */
@@ -66,7 +69,25 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     return run;
   };
 
+  function markReady(engine: ProxyEngine): ProxyEngine {
+    Object.assign(status, {
+      state: 'ready',
+      backend: engine.info.backend,
+      model: engine.info.model,
+      variant: engine.info.variant,
+      maxContextTokens: engine.info.maxContextTokens,
+      attention: engine.info.attention,
+    } satisfies Partial<GuardStatus>);
+    runtime.onProgress?.({ type: 'session', backend: engine.info.backend });
+    runtime.onProgress?.({ type: 'ready', status: { ...status } });
+    return engine;
+  }
+
   const ready: Promise<ProxyEngine> = (async () => {
+    if (runtime.remote) {
+      const files = await loadTokenizerFiles(runtime.reader, (file, bytes) => runtime.onProgress?.({ type: 'verified', file, bytes }));
+      return markReady(await createRemoteEngine(files, runtime.remote));
+    }
     const files = await loadModelFiles(runtime.reader, runtime.variant ?? 'q4', (file, bytes) =>
       runtime.onProgress?.({ type: 'verified', file, bytes }),
     );
@@ -80,17 +101,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
           ...(runtime.maxBatchTokens !== undefined ? { maxBatchTokens: runtime.maxBatchTokens } : {}),
         });
         if (failures.length > 0) status.fallbackReason = [status.fallbackReason, ...failures].filter(Boolean).join('; ');
-        Object.assign(status, {
-          state: 'ready',
-          backend,
-          model: engine.info.model,
-          variant: engine.info.variant,
-          maxContextTokens: engine.info.maxContextTokens,
-          attention: engine.info.attention,
-        } satisfies Partial<GuardStatus>);
-        runtime.onProgress?.({ type: 'session', backend });
-        runtime.onProgress?.({ type: 'ready', status: { ...status } });
-        return engine;
+        return markReady(engine);
       } catch (e) {
         failures.push(`${backend}: ${(e as Error).message}`);
         if (backend === runtime.backends[runtime.backends.length - 1]) throw e;
@@ -180,7 +191,10 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions(resolved), resolved.tau - tp.leaveOneOutMargin) : null;
     let attention: MindGuardVerdict | null = null;
     if (!tp.attention) unavailable.push('attention: turned off (toolPoisoning.attention = false)');
-    else if (!modelHasAttention) unavailable.push('attention: the model exports no attention rows; MindGuard falls back to leave-one-out over tool descriptions');
+    else if (!modelHasAttention) {
+      const why = status.backend === 'remote' ? 'a remote proxy returns log-probs only' : 'the model exports no attention rows';
+      unavailable.push(`attention: ${why}; MindGuard falls back to leave-one-out over tool descriptions`);
+    }
     else if (!withAttention || !scores.attention || !scores.actionLayout) unavailable.push('attention: needs the template action text');
     else {
       const nameRows = scores.actionLayout.parts.filter((p) => p === 'name').length;
