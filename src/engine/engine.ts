@@ -2,18 +2,19 @@
  * The proxy engine: turns a structured context and its ablation variants into action-token
  * log-probs (and attention rows for the full context) with one batched run of the model.
  */
-import { ContextTooLongError, ModelLoadError } from '../core/errors.js';
+import { ModelLoadError } from '../core/errors.js';
 import type { StructuredContext } from '../core/context.js';
 import type { Variant } from '../core/variants.js';
-import type { ActionTokenPart } from '../core/attribution.js';
 import type { ActionTextMode } from '../core/options.js';
 import type { BackendName } from '../core/guard-api.js';
-import { callJson, formatJson, encodeActionCall, encodeActionRaw, encodeBos, encodeMessage, encodeToolDef } from './chat-format.js';
+import { encodeSegmentedCall, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
 import type { ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
 import { scoreSequencesShared } from './prefix-scorer.js';
 import { scoreSequences, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
+
+export type { ActionLayout, ContextLayout, TruncationReport } from './call-encoding.js';
 
 /** Options for {@link createEngine}. */
 export interface EngineOptions {
@@ -49,14 +50,6 @@ export interface EngineInfo {
   attention: boolean;
 }
 
-/** Token ranges of the full context, for MindGuard (half-open, in sequence positions). */
-export interface ContextLayout {
-  user: Array<{ start: number; end: number }>;
-  tools: Array<{ tool: string; start: number; end: number }>;
-  toolResults: Array<{ messageIndex: number; start: number; end: number }>;
-  actionStart: number;
-}
-
 /** Scores of one guard call. */
 export interface EngineScores {
   /** Per variant id, the log-prob of each action token. */
@@ -72,13 +65,6 @@ export interface EngineScores {
   truncation: TruncationReport;
   /** Tokens fed to the model in this call, summed over variants. */
   computedTokens: number;
-}
-
-/** What was cut to fit the context window. */
-export interface TruncationReport {
-  droppedToolDefinitions: boolean;
-  /** Message index -> tokens removed from its middle. */
-  shortenedMessages: Record<number, number>;
 }
 
 /** Scoring request for one guard call. */
@@ -203,128 +189,22 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   });
 }
 
-/** Where the parts of a template-rendered action sit among its tokens. */
-export interface ActionLayout {
-  /** Part label per token: 'name' while it still covers `{"name": "<tool name>"`, then 'arguments'. */
-  parts: ActionTokenPart[];
-  /** Token rows of the argument VALUES (MindGuard's data-flow target), half-open. */
-  valueRows: Array<{ start: number; end: number }>;
-}
-
-/** Byte ranges of the argument values in `callJson(name, args)`. */
-function valueByteRanges(name: string, args: unknown): Array<[number, number]> {
-  const bytes = (s: string) => new TextEncoder().encode(s).length;
-  let offset = bytes(`{"name": ${JSON.stringify(name)}, "arguments": `);
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
-    return [[offset, offset + bytes(formatJson(args))]];
-  }
-  offset += 1; // "{"
-  const ranges: Array<[number, number]> = [];
-  Object.entries(args as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .forEach(([k, v], i) => {
-      if (i > 0) offset += 2; // ", "
-      offset += bytes(`${JSON.stringify(k)}: `);
-      const len = bytes(formatJson(v));
-      ranges.push([offset, offset + len]);
-      offset += len;
-    });
-  return ranges;
-}
-
-/** Labels the action's tokens (name vs arguments) and finds the rows of its argument values. */
-export function actionLayout(tokenizer: Pick<ProxyTokenizer, 'tokenByteLength'>, ids: readonly number[], name: string, args: unknown): ActionLayout {
-  const nameEnd = new TextEncoder().encode(`{"name": ${JSON.stringify(name)}`).length;
-  const values = valueByteRanges(name, args);
-  const parts: ActionTokenPart[] = [];
-  const valueRows: Array<{ start: number; end: number }> = [];
-  let offset = 0;
-  ids.forEach((id, row) => {
-    const end = offset + tokenizer.tokenByteLength(id);
-    parts.push(offset < nameEnd ? 'name' : 'arguments');
-    if (values.some(([a, b]) => offset < b && end > a)) {
-      const last = valueRows[valueRows.length - 1];
-      if (last && last.end === row) last.end = row + 1;
-      else valueRows.push({ start: row, end: row + 1 });
-    }
-    offset = end;
-  });
-  return { parts, valueRows };
-}
-
-const MIN_KEPT_MESSAGE_TOKENS = 32;
-
 async function scoreRequest(tokenizer: ProxyTokenizer, info: EngineInfo, run: SequenceRunner, request: ScoreRequest): Promise<EngineScores> {
   const { context, variants } = request;
-  const action =
-    request.actionText === 'raw'
-      ? encodeActionRaw(tokenizer, context.action.raw_text ?? callJson(context.action.name, context.action.arguments))
-      : encodeActionCall(tokenizer, context.action.name, context.action.arguments);
-  const bos = encodeBos(tokenizer);
-  let toolIds = context.tools.map((t) => encodeToolDef(tokenizer, t));
-  const messageIds = context.messages.map((m) => encodeMessage(tokenizer, m));
-  const truncation: TruncationReport = { droppedToolDefinitions: false, shortenedMessages: {} };
-
-  // Truncation policy, applied once to the full context so every variant sees the same text:
-  // 1) drop tool definitions; 2) cut the middle of the longest non-user message (tool results,
-  // assistant text, system prompt), never below 32 tokens; never touch user turns or the action.
-  const budget = info.maxContextTokens;
-  const total = () =>
-    bos.length + toolIds.reduce((a, t) => a + t.length, 0) + messageIds.reduce((a, m) => a + m.length, 0) + action.prefix.length + action.ids.length;
-  if (total() > budget && toolIds.length > 0) {
-    toolIds = [];
-    truncation.droppedToolDefinitions = true;
-  }
-  while (total() > budget) {
-    let longest = -1;
-    context.messages.forEach((m, i) => {
-      if (m.role !== 'user' && messageIds[i]!.length > MIN_KEPT_MESSAGE_TOKENS && (longest < 0 || messageIds[i]!.length > messageIds[longest]!.length)) {
-        longest = i;
-      }
-    });
-    if (longest < 0) {
-      throw new ContextTooLongError(
-        `the context needs ${total()} tokens after truncation, more than the model's ${budget}: user messages and the action alone do not fit`,
-        { tokens: total(), maxContextTokens: budget },
-      );
-    }
-    const ids = messageIds[longest]!;
-    const keep = Math.max(MIN_KEPT_MESSAGE_TOKENS, ids.length - (total() - budget));
-    const head = Math.ceil(keep / 2);
-    messageIds[longest] = [...ids.slice(0, head), ...ids.slice(ids.length - (keep - head))];
-    truncation.shortenedMessages[longest] = (truncation.shortenedMessages[longest] ?? 0) + ids.length - keep;
-  }
-
-  const droppedTools = (v: Variant) => new Set(v.dropTools ?? []);
-  const sequences = variants.map((v) => {
-    const dropped = droppedTools(v);
-    const tools = toolIds.filter((_, i) => !dropped.has(context.tools[i]!.name));
-    const ctx = [...bos, ...tools.flat(), ...v.keep.flatMap((i) => messageIds[i]!), ...action.prefix];
-    return { context: ctx, action: action.ids, withAttention: request.withAttention && info.attention && v.kind === 'full' };
-  });
+  const encoded = encodeSegmentedCall(tokenizer, context, request.actionText, info.maxContextTokens);
+  const { action } = encoded;
+  const sequences: ScoreSequence[] = variants.map((v) => ({
+    context: [...encoded.contextIds(v.keep, new Set(v.dropTools ?? [])), ...action.prefix],
+    action: action.ids,
+    withAttention: request.withAttention && info.attention && v.kind === 'full',
+  }));
   const replacements = request.replacements ?? [];
+  const all = context.messages.map((_, i) => i);
   for (const r of replacements) {
-    const original = context.messages[r.messageIndex];
-    if (original === undefined) throw new RangeError(`replacement "${r.id}": no message ${r.messageIndex}`);
-    const replaced = encodeMessage(tokenizer, { ...original, content: r.content });
-    const msgs = messageIds.map((ids, i) => (i === r.messageIndex ? replaced : ids));
-    sequences.push({ context: [...bos, ...toolIds.flat(), ...msgs.flat(), ...action.prefix], action: action.ids, withAttention: false });
+    if (context.messages[r.messageIndex] === undefined) throw new RangeError(`replacement "${r.id}": no message ${r.messageIndex}`);
+    sequences.push({ context: [...encoded.contextIds(all, new Set(), r), ...action.prefix], action: action.ids, withAttention: false });
   }
   const { results, computedTokens } = await run(sequences, request.signal);
-
-  const layout: ContextLayout = { user: [], tools: [], toolResults: [], actionStart: 0 };
-  let pos = bos.length;
-  toolIds.forEach((ids, i) => {
-    layout.tools.push({ tool: context.tools[i]!.name, start: pos, end: pos + ids.length });
-    pos += ids.length;
-  });
-  messageIds.forEach((ids, i) => {
-    const role = context.messages[i]!.role;
-    if (role === 'user') layout.user.push({ start: pos, end: pos + ids.length });
-    if (role === 'tool') layout.toolResults.push({ messageIndex: i, start: pos, end: pos + ids.length });
-    pos += ids.length;
-  });
-  layout.actionStart = pos + action.prefix.length;
 
   const logProbs = new Map<string, Float64Array>();
   variants.forEach((v, i) => logProbs.set(v.id, results[i]!.tokenLogProbs));
@@ -333,11 +213,11 @@ async function scoreRequest(tokenizer: ProxyTokenizer, info: EngineInfo, run: Se
   const attention = fullIndex >= 0 ? results[fullIndex]!.attention : undefined;
   return {
     logProbs,
-    actionLayout: request.actionText === 'raw' ? undefined : actionLayout(tokenizer, action.ids, context.action.name, context.action.arguments),
+    actionLayout: encoded.actionLayout,
     actionTokenIds: action.ids,
     ...(attention ? { attention } : {}),
-    layout,
-    truncation,
+    layout: encoded.layout,
+    truncation: encoded.truncation,
     computedTokens,
   };
 }

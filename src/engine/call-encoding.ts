@@ -1,0 +1,176 @@
+/**
+ * A guard call as token ids: the context of each ablation variant, the scored action, where each
+ * component sits, and what the truncation policy cut. Two encoders produce it: EdgeArmor's own
+ * chat format (segments joined by control tokens, here) and any model's chat template
+ * (template-format.ts).
+ */
+import { ContextTooLongError } from '../core/errors.js';
+import type { ActionTokenPart } from '../core/attribution.js';
+import type { StructuredContext } from '../core/context.js';
+import type { ActionTextMode } from '../core/options.js';
+import { callJson, encodeActionCall, encodeActionRaw, encodeBos, encodeMessage, encodeToolDef, formatJson, type EncodedAction } from './chat-format.js';
+import type { ProxyTokenizer } from './tokenizer.js';
+
+/** Token ranges of the full context, for MindGuard (half-open, in sequence positions). */
+export interface ContextLayout {
+  user: Array<{ start: number; end: number }>;
+  tools: Array<{ tool: string; start: number; end: number }>;
+  toolResults: Array<{ messageIndex: number; start: number; end: number }>;
+  actionStart: number;
+}
+
+/** What was cut to fit the context window. */
+export interface TruncationReport {
+  droppedToolDefinitions: boolean;
+  /** Message index -> tokens removed from its middle. */
+  shortenedMessages: Record<number, number>;
+}
+
+/** Where the parts of a template-rendered action sit among its tokens. */
+export interface ActionLayout {
+  /** Part label per token: 'name' while it still covers `{"name": "<tool name>"`, then 'arguments'. */
+  parts: ActionTokenPart[];
+  /** Token rows of the argument VALUES (MindGuard's data-flow target), half-open. */
+  valueRows: Array<{ start: number; end: number }>;
+}
+
+/** One guard call, encoded. */
+export interface EncodedCall {
+  /** The scored action; `prefix` follows every variant's context. */
+  action: EncodedAction;
+  /** Context ids of a variant: the kept messages, the tool list without `dropTools`, one message's text replaced. */
+  contextIds(keep: readonly number[], dropTools: ReadonlySet<string>, replacement?: { messageIndex: number; content: string }): number[];
+  /** Where each component sits in the full variant's sequence. */
+  layout: ContextLayout;
+  truncation: TruncationReport;
+  /** Part labels of the action's tokens; undefined when the encoding cannot label them. */
+  actionLayout: ActionLayout | undefined;
+}
+
+/** Byte ranges of the argument values in `callJson(name, args)`. */
+function valueByteRanges(name: string, args: unknown): Array<[number, number]> {
+  const bytes = (s: string) => new TextEncoder().encode(s).length;
+  let offset = bytes(`{"name": ${JSON.stringify(name)}, "arguments": `);
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+    return [[offset, offset + bytes(formatJson(args))]];
+  }
+  offset += 1; // "{"
+  const ranges: Array<[number, number]> = [];
+  Object.entries(args as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .forEach(([k, v], i) => {
+      if (i > 0) offset += 2; // ", "
+      offset += bytes(`${JSON.stringify(k)}: `);
+      const len = bytes(formatJson(v));
+      ranges.push([offset, offset + len]);
+      offset += len;
+    });
+  return ranges;
+}
+
+/** Labels the action's tokens (name vs arguments) and finds the rows of its argument values. */
+export function actionLayout(tokenizer: Pick<ProxyTokenizer, 'tokenByteLength'>, ids: readonly number[], name: string, args: unknown): ActionLayout {
+  const nameEnd = new TextEncoder().encode(`{"name": ${JSON.stringify(name)}`).length;
+  const values = valueByteRanges(name, args);
+  const parts: ActionTokenPart[] = [];
+  const valueRows: Array<{ start: number; end: number }> = [];
+  let offset = 0;
+  ids.forEach((id, row) => {
+    const end = offset + tokenizer.tokenByteLength(id);
+    parts.push(offset < nameEnd ? 'name' : 'arguments');
+    if (values.some(([a, b]) => offset < b && end > a)) {
+      const last = valueRows[valueRows.length - 1];
+      if (last && last.end === row) last.end = row + 1;
+      else valueRows.push({ start: row, end: row + 1 });
+    }
+    offset = end;
+  });
+  return { parts, valueRows };
+}
+
+/** Messages are never cut below this many tokens. */
+export const MIN_KEPT_MESSAGE_TOKENS = 32;
+
+/**
+ * The truncation policy, applied once to the full context so every variant sees the same text:
+ * 1) drop tool definitions; 2) cut the middle of the longest non-user message (tool results,
+ * assistant text, system prompt), never below 32 tokens; never touch user turns or the action.
+ * `total()` measures the current full sequence; `messageIds` are cut in place.
+ */
+export function truncateToFit(
+  context: StructuredContext,
+  messageIds: number[][],
+  budget: number,
+  total: () => number,
+  dropTools: () => boolean,
+): TruncationReport {
+  const truncation: TruncationReport = { droppedToolDefinitions: false, shortenedMessages: {} };
+  if (total() > budget && dropTools()) truncation.droppedToolDefinitions = true;
+  while (total() > budget) {
+    let longest = -1;
+    context.messages.forEach((m, i) => {
+      if (m.role !== 'user' && messageIds[i]!.length > MIN_KEPT_MESSAGE_TOKENS && (longest < 0 || messageIds[i]!.length > messageIds[longest]!.length)) {
+        longest = i;
+      }
+    });
+    if (longest < 0) {
+      throw new ContextTooLongError(
+        `the context needs ${total()} tokens after truncation, more than the model's ${budget}: user messages and the action alone do not fit`,
+        { tokens: total(), maxContextTokens: budget },
+      );
+    }
+    const ids = messageIds[longest]!;
+    const keep = Math.max(MIN_KEPT_MESSAGE_TOKENS, ids.length - (total() - budget));
+    const head = Math.ceil(keep / 2);
+    messageIds[longest] = [...ids.slice(0, head), ...ids.slice(ids.length - (keep - head))];
+    truncation.shortenedMessages[longest] = (truncation.shortenedMessages[longest] ?? 0) + ids.length - keep;
+  }
+  return truncation;
+}
+
+/** Encodes a guard call in EdgeArmor's chat format: every variant is a concatenation of per-message segments. */
+export function encodeSegmentedCall(tokenizer: ProxyTokenizer, context: StructuredContext, actionText: ActionTextMode, budget: number): EncodedCall {
+  const action =
+    actionText === 'raw'
+      ? encodeActionRaw(tokenizer, context.action.raw_text ?? callJson(context.action.name, context.action.arguments))
+      : encodeActionCall(tokenizer, context.action.name, context.action.arguments);
+  const bos = encodeBos(tokenizer);
+  let toolIds = context.tools.map((t) => encodeToolDef(tokenizer, t));
+  const messageIds = context.messages.map((m) => encodeMessage(tokenizer, m));
+  const total = () =>
+    bos.length + toolIds.reduce((a, t) => a + t.length, 0) + messageIds.reduce((a, m) => a + m.length, 0) + action.prefix.length + action.ids.length;
+  const truncation = truncateToFit(context, messageIds, budget, total, () => {
+    if (toolIds.length === 0) return false;
+    toolIds = [];
+    return true;
+  });
+
+  const layout: ContextLayout = { user: [], tools: [], toolResults: [], actionStart: 0 };
+  let pos = bos.length;
+  toolIds.forEach((ids, i) => {
+    layout.tools.push({ tool: context.tools[i]!.name, start: pos, end: pos + ids.length });
+    pos += ids.length;
+  });
+  messageIds.forEach((ids, i) => {
+    const role = context.messages[i]!.role;
+    if (role === 'user') layout.user.push({ start: pos, end: pos + ids.length });
+    if (role === 'tool') layout.toolResults.push({ messageIndex: i, start: pos, end: pos + ids.length });
+    pos += ids.length;
+  });
+  layout.actionStart = pos + action.prefix.length;
+
+  return {
+    action,
+    contextIds(keep, dropTools, replacement) {
+      const tools = toolIds.filter((_, i) => !dropTools.has(context.tools[i]!.name));
+      const messages = keep.map((i) => {
+        if (replacement?.messageIndex !== i) return messageIds[i]!;
+        return encodeMessage(tokenizer, { ...context.messages[i]!, content: replacement.content });
+      });
+      return [...bos, ...tools.flat(), ...messages.flat()];
+    },
+    layout,
+    truncation,
+    actionLayout: actionText === 'raw' ? undefined : actionLayout(tokenizer, action.ids, context.action.name, context.action.arguments),
+  };
+}
