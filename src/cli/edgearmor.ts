@@ -3,7 +3,8 @@
  * evidence per case. Options come from flags, then EDGEARMOR_* (or CAUSAL_ARMOR_*) variables, then
  * edgearmor.config.json, then the library's defaults.
  */
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseGuardInput } from '../core/adapters.js';
@@ -39,7 +40,11 @@ options:
 edgearmor serve-proxy [--port 8000] [--host 127.0.0.1] [--model <dir>] [--variant q4|fp32]
                       [--served-model-name <name>]
   Serves a model directory over the part of vLLM's API that --remote-proxy uses, so one bigger
-  machine can score for many clients. EDGEARMOR_REMOTE_API_KEY, when set, is required from clients.`;
+  machine can score for many clients. EDGEARMOR_REMOTE_API_KEY, when set, is required from clients.
+
+edgearmor manifest <dir> [--name <model name>]
+  Writes <dir>/manifest.json (SHA-256 and size of every file) to pin a model or tokenizer directory
+  you downloaded; EdgeArmor refuses any file that differs from it.`;
 
 /** A case with its id for reporting. */
 interface NumberedCase {
@@ -184,6 +189,21 @@ async function check(args: string[]): Promise<void> {
   await guard.dispose();
 }
 
+async function writeManifest(args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { name: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (positionals.length !== 1) fail(`manifest takes one directory, received ${positionals.length}`);
+  const dir = positionals[0]!;
+  if (!existsSync(dir)) fail(`${dir}: no such directory`);
+  const { buildManifest } = await import('../engine/files-node.js');
+  const manifest = await buildManifest(dir, values.name);
+  writeFileSync(join(dir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  process.stderr.write(`edgearmor manifest: ${Object.keys(manifest.files).length} files of ${manifest.model} pinned in ${join(dir, 'manifest.json')}\n`);
+}
+
 async function serveProxy(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
@@ -232,6 +252,8 @@ export async function main(argv: string[]): Promise<void> {
         return await check(rest);
       case 'serve-proxy':
         return await serveProxy(rest);
+      case 'manifest':
+        return await writeManifest(rest);
       case 'eval': {
         const { evalCommand } = await import('./eval-command.js');
         return await evalCommand(rest);
@@ -242,7 +264,7 @@ export async function main(argv: string[]): Promise<void> {
         process.stdout.write(`${USAGE}\n`);
         return;
       default:
-        fail(`unknown command "${command}"; allowed: check, eval, serve-proxy`);
+        fail(`unknown command "${command}"; allowed: check, eval, serve-proxy, manifest`);
     }
   } catch (e) {
     if (e instanceof EdgeArmorError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) fail((e as Error).message);

@@ -8,6 +8,7 @@ import type { Variant } from '../core/variants.js';
 import type { ActionTextMode } from '../core/options.js';
 import type { BackendName } from '../core/guard-api.js';
 import { encodeSegmentedCall, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
+import { encodeTemplateCall } from './template-format.js';
 import type { ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
 import { scoreSequencesShared } from './prefix-scorer.js';
@@ -108,13 +109,26 @@ export interface EngineParts {
   dispose(): Promise<void>;
 }
 
+/** How guard calls are rendered for a model: EdgeArmor's chat format, or the model's own chat template. */
+export type ChatFormat = 'edgearmor' | 'template';
+
+const EDGEARMOR_CONTROLS = ['<|bos|>', '<|system|>', '<|user|>', '<|assistant|>', '<|tool|>', '<|result|>', '<|call|>', '<|tool_def|>', '<|end|>'];
+
+/** EdgeArmor's format when the tokenizer has its control tokens, else the model's chat template. */
+export function chatFormatOf(tokenizer: Pick<ProxyTokenizer, 'controlTokens' | 'hasChatTemplate'>): ChatFormat {
+  if (EDGEARMOR_CONTROLS.every((c) => tokenizer.controlTokens.includes(c))) return 'edgearmor';
+  if (tokenizer.hasChatTemplate) return 'template';
+  throw new ModelLoadError("the proxy's tokenizer has neither EdgeArmor's control tokens nor a chat_template in tokenizer_config.json, so guard calls cannot be rendered for it", {});
+}
+
 /** Wraps a sequence runner with the rendering, truncation and ablation of guard calls. */
 export function engineFromParts(parts: EngineParts): ProxyEngine {
   const runTokens = parts.runTokens ?? parts.run;
+  const encode = chatFormatOf(parts.tokenizer) === 'edgearmor' ? encodeSegmentedCall : encodeTemplateCall;
   return {
     info: parts.info,
     tokenizer: parts.tokenizer,
-    score: (request) => scoreRequest(parts.tokenizer, parts.info, parts.run, request),
+    score: (request) => scoreRequest(parts.tokenizer, parts.info, parts.run, encode, request),
     scoreTokens: async (sequences, signal) => (await runTokens(sequences, signal)).results,
     dispose: () => parts.dispose(),
   };
@@ -189,9 +203,15 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   });
 }
 
-async function scoreRequest(tokenizer: ProxyTokenizer, info: EngineInfo, run: SequenceRunner, request: ScoreRequest): Promise<EngineScores> {
+async function scoreRequest(
+  tokenizer: ProxyTokenizer,
+  info: EngineInfo,
+  run: SequenceRunner,
+  encode: typeof encodeSegmentedCall,
+  request: ScoreRequest,
+): Promise<EngineScores> {
   const { context, variants } = request;
-  const encoded = encodeSegmentedCall(tokenizer, context, request.actionText, info.maxContextTokens);
+  const encoded = encode(tokenizer, context, request.actionText, info.maxContextTokens);
   const { action } = encoded;
   const sequences: ScoreSequence[] = variants.map((v) => ({
     context: [...encoded.contextIds(v.keep, new Set(v.dropTools ?? [])), ...action.prefix],

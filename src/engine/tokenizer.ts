@@ -40,6 +40,10 @@ export interface ProxyTokenizer {
   /** Decodes ids to text, control tokens included. */
   decode(ids: number[]): string;
   readonly vocabSize: number;
+  /** The text of every added (control/special) token, e.g. `<|user|>`. */
+  readonly controlTokens: readonly string[];
+  /** Whether tokenizer_config.json has a chat template. */
+  readonly hasChatTemplate: boolean;
 }
 
 /** Builds the proxy tokenizer from parsed tokenizer.json and tokenizer_config.json. */
@@ -75,5 +79,7 @@ export function createProxyTokenizer(files: TokenizerFiles): ProxyTokenizer {
     encodeRendered: (text) => full.encode(text, { add_special_tokens: false }),
     decode: (ids) => full.decode(ids, { skip_special_tokens: false }),
     vocabSize: vocab.size,
+    controlTokens: addedTokens.map((t) => t.content),
+    hasChatTemplate: typeof files.tokenizerConfig['chat_template'] === 'string' || Array.isArray(files.tokenizerConfig['chat_template']),
   };
 }

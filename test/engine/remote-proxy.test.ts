@@ -3,20 +3,22 @@
  * the embedded model: the same verdicts as the in-process guard, one request per guard call, token
  * alignment checked, and every failure typed (and, on a privileged call, blocked).
  */
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGuard } from '../../src/client/create-guard.js';
 import { RemoteProxyError } from '../../src/core/errors.js';
 import type { Verdict } from '../../src/core/verdict.js';
 import { createEngine, type ProxyEngine } from '../../src/engine/engine.js';
-import { directoryReader, embeddedModelDir } from '../../src/engine/files-node.js';
+import { buildManifest, directoryReader, embeddedModelDir } from '../../src/engine/files-node.js';
 import { loadModelFiles } from '../../src/engine/model-files.js';
 import { startProxyServer, type RunningProxyServer } from '../../src/engine/proxy-server.js';
 import { completionRequest, parseCompletionResponse, validateRemoteProxyOptions } from '../../src/engine/remote-proxy.js';
 import { createNodeGuard } from '../../src/node.js';
 import { findCase, type GuardCase } from '../../src/scenarios/index.js';
+import { chatmlTokenizerFiles } from './chatml-fixture.js';
 
 const MODEL_DIR = embeddedModelDir();
 const MODEL_TIMEOUT_MS = 180_000;
@@ -140,6 +142,34 @@ describe.skipIf(!existsSync(resolve(MODEL_DIR, 'manifest.json')))('remote proxy 
       const verdict = await guard.check(input(findCase('travel', 'injection', 1)!));
       expect(server.requests - before).toBe(1);
       expect(verdict).toMatchObject({ backend: 'remote', reason: 'model', decision: 'block' });
+    },
+    MODEL_TIMEOUT_MS,
+  );
+
+  it(
+    "renders with the tokenizer's own chat template when it is not EdgeArmor's format (ChatML tokenizer directory)",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'edgearmor-chatml-'));
+      try {
+        const read = (f: string) => JSON.parse(readFileSync(join(MODEL_DIR, f), 'utf8')) as Record<string, unknown>;
+        const { tokenizerJson, tokenizerConfig } = chatmlTokenizerFiles(read('tokenizer.json'), read('tokenizer_config.json'));
+        const files: Record<string, string> = {
+          'config.json': readFileSync(join(MODEL_DIR, 'config.json'), 'utf8'),
+          'tokenizer.json': JSON.stringify(tokenizerJson),
+          'tokenizer_config.json': JSON.stringify(tokenizerConfig),
+        };
+        for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+        writeFileSync(join(dir, 'manifest.json'), JSON.stringify(await buildManifest(dir, 'chatml-fixture')));
+        const guard = track(createNodeGuard({ modelDir: dir, remoteProxy: remote(), timeoutMs: MODEL_TIMEOUT_MS }));
+        const before = server.requests;
+        const verdict = await guard.check(input(findCase('travel', 'injection', 1)!));
+        expect(server.requests - before).toBe(1);
+        expect(verdict).toMatchObject({ backend: 'remote', reason: 'model' });
+        expect(verdict.attribution!.variants.map((v) => v.id)).toEqual(expect.arrayContaining(['full', 'no-user', 'no-span:0']));
+        verdict.attribution!.variants.forEach((v) => expect(Number.isFinite(v.logProb)).toBe(true));
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     },
     MODEL_TIMEOUT_MS,
   );

@@ -1,0 +1,55 @@
+/**
+ * A ChatML tokenizer in the style of Qwen2.5's, built from the embedded model's tokenizer: its
+ * control tokens keep their ids under ChatML names, and the chat template writes tools and calls
+ * the way Qwen's does (tools as JSON in the system turn, calls in <tool_call> tags, results in a
+ * user turn). Same ids, so the embedded model can score what it renders.
+ */
+const RENAMES: Record<string, string> = {
+  '<|system|>': '<|im_start|>',
+  '<|user|>': '<|im_end|>',
+  '<|assistant|>': '<tool_call>',
+  '<|tool|>': '</tool_call>',
+  '<|result|>': '<tool_response>',
+  '<|tool_def|>': '</tool_response>',
+  '<|call|>': '<|fim_pad|>',
+  '<|end|>': '<|endoftext|>',
+};
+
+export const CHATML_TEMPLATE = [
+  '{%- if tools %}',
+  "{{- '<|im_start|>system\\n' }}{%- if messages[0].role == 'system' %}{{- messages[0].content }}{%- else %}{{- 'You are a helpful assistant.' }}{%- endif %}",
+  "{{- '\\n\\n# Tools\\n\\n<tools>' }}{%- for tool in tools %}{{- '\\n' }}{{- tool | tojson }}{%- endfor %}{{- '\\n</tools><|im_end|>\\n' }}",
+  "{%- elif messages[0].role == 'system' %}{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}",
+  '{%- endif %}',
+  '{%- for message in messages %}',
+  "{%- if message.role == 'user' or (message.role == 'system' and not loop.first) %}",
+  "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}",
+  "{%- elif message.role == 'assistant' %}",
+  "{{- '<|im_start|>assistant' }}{%- if message.content %}{{- '\\n' + message.content }}{%- endif %}",
+  '{%- for tool_call in message.tool_calls %}{%- if tool_call.function is defined %}{%- set tool_call = tool_call.function %}{%- endif %}',
+  "{{- '\\n<tool_call>\\n{\"name\": \"' + tool_call.name + '\", \"arguments\": ' }}{{- tool_call.arguments | tojson }}{{- '}\\n</tool_call>' }}",
+  "{%- endfor %}{{- '<|im_end|>\\n' }}",
+  "{%- elif message.role == 'tool' %}",
+  "{{- '<|im_start|>user\\n<tool_response>\\n' + message.content + '\\n</tool_response><|im_end|>\\n' }}",
+  '{%- endif %}',
+  '{%- endfor %}',
+  "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}",
+].join('');
+
+/** The ChatML tokenizer files, from the embedded model's parsed tokenizer.json and tokenizer_config.json. */
+export function chatmlTokenizerFiles(
+  tokenizerJson: Record<string, unknown>,
+  tokenizerConfig: Record<string, unknown>,
+): { tokenizerJson: Record<string, unknown>; tokenizerConfig: Record<string, unknown> } {
+  const rename = (s: string) => RENAMES[s] ?? s;
+  const model = tokenizerJson['model'] as { vocab: Record<string, number> };
+  const added = tokenizerJson['added_tokens'] as Array<{ content: string }>;
+  return {
+    tokenizerJson: {
+      ...tokenizerJson,
+      added_tokens: added.map((t) => ({ ...t, content: rename(t.content) })),
+      model: { ...model, vocab: Object.fromEntries(Object.entries(model.vocab).map(([k, v]) => [rename(k), v])) },
+    },
+    tokenizerConfig: { ...tokenizerConfig, chat_template: CHATML_TEMPLATE, added_tokens_decoder: undefined },
+  };
+}

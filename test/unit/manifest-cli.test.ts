@@ -1,0 +1,55 @@
+/**
+ * `edgearmor manifest` pins a directory exactly as model/manifest.py does, and the loader refuses
+ * a file that changed after pinning; the remote-proxy flags fail fast with one-line errors.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { IntegrityError } from '../../src/core/errors.js';
+import { buildManifest, directoryReader, embeddedModelDir } from '../../src/engine/files-node.js';
+import { loadTokenizerFiles } from '../../src/engine/model-files.js';
+
+const ROOT = join(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'src/cli/edgearmor.ts');
+const TSX = join(ROOT, 'node_modules/.bin/tsx');
+const CLI_TIMEOUT_MS = 60_000;
+const TOKENIZER_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json'];
+
+describe('model manifests', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'edgearmor-manifest-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('lists every file with the hashes model/manifest.py wrote for the embedded model', async () => {
+    const committed = JSON.parse(readFileSync(join(embeddedModelDir(), 'manifest.json'), 'utf8')) as { files: unknown; model: string };
+    const built = await buildManifest(embeddedModelDir());
+    expect(built.files).toEqual(committed.files);
+    expect(built.model).toBe(committed.model);
+  });
+
+  it(
+    'pins a copied tokenizer directory from the command line; a file changed afterwards is refused',
+    async () => {
+      for (const f of TOKENIZER_FILES) cpSync(join(embeddedModelDir(), f), join(dir, f));
+      const r = spawnSync(TSX, [CLI, 'manifest', dir, '--name', 'my-tokenizer'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+      expect(r.status).toBe(0);
+      expect(r.stderr).toContain('3 files of my-tokenizer pinned');
+      const files = await loadTokenizerFiles(directoryReader(dir));
+      expect(files.manifest.model).toBe('my-tokenizer');
+      writeFileSync(join(dir, 'tokenizer_config.json'), readFileSync(join(dir, 'tokenizer_config.json'), 'utf8').replace('<|user|>', '<|usr|>'));
+      await expect(loadTokenizerFiles(directoryReader(dir))).rejects.toThrow(IntegrityError);
+    },
+    CLI_TIMEOUT_MS,
+  );
+
+  it('rejects incomplete remote-proxy flags with a one-line error before loading anything', () => {
+    const fixture = join(ROOT, 'examples/seed-travel.jsonl');
+    const noModel = spawnSync(TSX, [CLI, 'check', fixture, '--remote-proxy', 'http://127.0.0.1:9'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    expect(noModel.status).toBe(2);
+    expect(noModel.stderr.trim()).toBe('edgearmor: --remote-proxy needs --remote-model <served model name>');
+    const badUrl = spawnSync(TSX, [CLI, 'check', fixture, '--remote-proxy', 'gpu-box:8000', '--remote-model', 'm'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    expect(badUrl.status).toBe(2);
+    expect(badUrl.stderr).toMatch(/remoteProxy\.url: received "gpu-box:8000"; allowed: an absolute http\(s\) URL/);
+  });
+});
