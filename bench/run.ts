@@ -13,6 +13,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { callJson, encodeActionCall, encodeBos, encodeMessage, encodeToolDef } from '../src/engine/chat-format.js';
+import { dimsFromConfig } from '../src/engine/engine.js';
 import { createOrtSession, type Backend, type OrtSession } from '../src/engine/ort-session.js';
 import { scoreSequencesShared, type PrefixScoreStats } from '../src/engine/prefix-scorer.js';
 import { scoreSequences, type ModelDims, type ScoreSequence } from '../src/engine/scorer.js';
@@ -62,19 +63,6 @@ interface CaseResult {
   p50_speedup_vs_transformersjs: number;
   peak_memory_ratio_vs_transformersjs: number;
   matmul_peak_fraction: number;
-}
-
-function dimsOf(cfg: Record<string, number>): ModelDims {
-  return {
-    numLayers: cfg['num_hidden_layers']!,
-    numHeads: cfg['num_attention_heads']!,
-    numKeyValueHeads: cfg['num_key_value_heads']!,
-    headDim: cfg['head_dim']!,
-    vocabSize: cfg['vocab_size']!,
-    padTokenId: cfg['pad_token_id']!,
-    hiddenSize: cfg['hidden_size']!,
-    intermediateSize: cfg['intermediate_size']!,
-  };
 }
 
 function loadTokenizer(): ProxyTokenizer | undefined {
@@ -289,7 +277,7 @@ export async function benchCase(bs: BenchSession, dims: ModelDims, spec: CaseSpe
 
 async function child(name: BackendName, quick: boolean): Promise<void> {
   const cfg = JSON.parse(readFileSync(`${MODEL_DIR}config.json`, 'utf8')) as Record<string, number>;
-  const dims = dimsOf(cfg);
+  const dims: ModelDims = dimsFromConfig(cfg, cfg['pad_token_id']!);
   const tok = loadTokenizer();
   const { backend, threads }: { backend: Backend; threads: number | undefined } = BACKENDS[name];
   const model = readFileSync(`${MODEL_DIR}onnx/model.onnx`);

@@ -45,6 +45,27 @@ class ExportWrapper(torch.nn.Module):
         return (logits, *presents, *attentions)
 
 
+class StandardWrapper(torch.nn.Module):
+    """The decoder as onnx-community / Optimum export it: no extension inputs, logits for every position."""
+
+    def __init__(self, model: ProxyLM):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, position_ids, *past_flat):
+        m = self.model
+        x = m.embed_tokens(input_ids)
+        from proxy_model import rope_cos_sin
+        cos, sin = rope_cos_sin(position_ids, m.cfg.head_dim, m.cfg.rope_theta)
+        bias = m.mask_bias(attention_mask, input_ids.shape[1])
+        presents = []
+        for i, layer in enumerate(m.layers):
+            x, _, nk, nv = layer(x, cos, sin, bias, past_flat[2 * i], past_flat[2 * i + 1])
+            presents += [nk, nv]
+        logits = torch.matmul(m.norm(x), m.embed_tokens.weight.t())
+        return (logits, *presents)
+
+
 def load(run_dir: str) -> ProxyLM:
     with open(f"{run_dir}/config.json") as f:
         hf = json.load(f)
@@ -56,7 +77,9 @@ def load(run_dir: str) -> ProxyLM:
     return model
 
 
-def export(model: ProxyLM, path: str) -> None:
+def export(model: ProxyLM, path: str, extensions: bool = True, external_data: str | None = None) -> None:
+    """Exports to `path`; `extensions=False` gives the standard layout (no num_logits_to_keep, no
+    attentions), `external_data` a file name beside `path` that holds every initializer."""
     cfg = model.cfg
     L = cfg.num_hidden_layers
     b, s, past = 2, 5, 3
@@ -64,9 +87,11 @@ def export(model: ProxyLM, path: str) -> None:
     am = torch.ones(b, past + s, dtype=torch.long)
     pos = torch.arange(past, past + s).unsqueeze(0).expand(b, -1).contiguous()
     pk = [torch.zeros(b, cfg.num_key_value_heads, past, cfg.head_dim) for _ in range(2 * L)]
-    names_in = ["input_ids", "attention_mask", "position_ids", "num_logits_to_keep", "num_attention_rows"]
+    names_in = ["input_ids", "attention_mask", "position_ids"] + (["num_logits_to_keep", "num_attention_rows"] if extensions else [])
     names_past = [f"past_key_values.{i}.{kv}" for i in range(L) for kv in ("key", "value")]
-    names_out = ["logits"] + [f"present.{i}.{kv}" for i in range(L) for kv in ("key", "value")] + [f"attentions.{i}" for i in range(L)]
+    names_out = ["logits"] + [f"present.{i}.{kv}" for i in range(L) for kv in ("key", "value")]
+    if extensions:
+        names_out += [f"attentions.{i}" for i in range(L)]
     dyn = {"input_ids": {0: "batch_size", 1: "sequence_length"},
            "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
            "position_ids": {0: "batch_size", 1: "sequence_length"},
@@ -76,15 +101,18 @@ def export(model: ProxyLM, path: str) -> None:
     for i in range(L):
         for kv in ("key", "value"):
             dyn[f"present.{i}.{kv}"] = {0: "batch_size", 2: "total_sequence_length"}
-        dyn[f"attentions.{i}"] = {0: "batch_size", 2: "num_attention_rows", 3: "total_sequence_length"}
+        if extensions:
+            dyn[f"attentions.{i}"] = {0: "batch_size", 2: "num_attention_rows", 3: "total_sequence_length"}
+    wrapper, args = (ExportWrapper(model), (ids, am, pos, torch.tensor(2), torch.tensor(2), *pk)) if extensions else (StandardWrapper(model), (ids, am, pos, *pk))
     with torch.no_grad():
-        torch.onnx.export(ExportWrapper(model), (ids, am, pos, torch.tensor(2), torch.tensor(2), *pk), path,
-                          input_names=names_in + names_past, output_names=names_out, dynamic_axes=dyn,
+        torch.onnx.export(wrapper, args, path, input_names=names_in + names_past, output_names=names_out, dynamic_axes=dyn,
                           opset_version=17, do_constant_folding=False)
     m = onnx.load(path)
-    # onnx.export wants the scalar inputs traced; give them an explicit scalar shape for readers.
     onnx.checker.check_model(m)
-    onnx.save(m, path)
+    if external_data:
+        onnx.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=True, location=external_data, size_threshold=0)
+    else:
+        onnx.save(m, path)
 
 
 def main():

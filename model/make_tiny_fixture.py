@@ -38,7 +38,8 @@ Regenerate: `LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/
 """
 
 
-def main():
+def tiny_model() -> ProxyLM:
+    """The fixture's model: seeded random weights, drawn wide (see the module docstring)."""
     torch.manual_seed(0)
     cfg = ProxyConfig(vocab_size=4096, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)
@@ -52,6 +53,12 @@ def main():
             else:
                 p.normal_(0, 0.15)
     model.eval()
+    return model
+
+
+def main():
+    model = tiny_model()
+    cfg = model.cfg
     py = sys.executable
     with tempfile.TemporaryDirectory() as run:
         with open(f"{run}/config.json", "w") as f:

@@ -26,6 +26,7 @@ import type { ErrorCode, WireError } from './core/errors.js';
 import type { GuardStatus } from './core/guard-api.js';
 import type { GuardOptions } from './core/options.js';
 import type { Verdict } from './core/verdict.js';
+import type { ModelVariant } from './engine/model-files.js';
 
 /** The name of the harness object on the page's `globalThis`. */
 export const HARNESS_GLOBAL = '__edgearmorHarness';
@@ -37,7 +38,7 @@ export interface HarnessStartOptions {
   /** @defaultValue 'auto' */
   backend?: BackendPreference;
   /** @defaultValue 'q4' */
-  modelVariant?: 'q4' | 'fp32';
+  modelVariant?: ModelVariant;
   /** Guard options (tau, privilegedTools, ...). */
   guard?: GuardOptions;
 }

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseGuardInput } from '../core/adapters.js';
 import { EdgeArmorError, InvalidInputError } from '../core/errors.js';
+import { isModelVariant, VARIANT_FILES } from '../engine/model-files.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE } from './flags.js';
 import type { GuardInput } from '../core/types.js';
 import type { ToolPoisoningVerdict } from '../core/tool-poisoning.js';
@@ -23,7 +24,7 @@ embedded proxy model and prints the verdict with its log-probs and normalised de
 options:
   --json                     one JSON object per case (JSON Lines)
   --model <dir>              a model directory (default: the embedded model)
-  --variant <q4|fp32>        model file variant (default q4)
+  --variant <q4|fp32|fp16|q4f16>  model file variant (default q4)
   --config <file>            options file (default ./edgearmor.config.json when present)
   --tau <number>             detection margin (rule: flag span when dS > dU - tau)
   --rule <causalarmor|edgearmor>
@@ -37,7 +38,7 @@ options:
 \${REMOTE_PROXY_USAGE}
   -h, --help
 
-edgearmor serve-proxy [--port 8000] [--host 127.0.0.1] [--model <dir>] [--variant q4|fp32]
+edgearmor serve-proxy [--port 8000] [--host 127.0.0.1] [--model <dir>] [--variant q4]
                       [--served-model-name <name>]
   Serves a model directory over the part of vLLM's API that --remote-proxy uses, so one bigger
   machine can score for many clients. EDGEARMOR_REMOTE_API_KEY, when set, is required from clients.
@@ -223,7 +224,7 @@ async function serveProxy(args: string[]): Promise<void> {
   const port = Number(values.port ?? 8000);
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port: received "${values.port}"; allowed: an integer from 0 to 65535`);
   const variant = values.variant ?? 'q4';
-  if (variant !== 'q4' && variant !== 'fp32') fail(`--variant: received "${variant}"; allowed: q4, fp32`);
+  if (!isModelVariant(variant)) fail(`--variant: received "${variant}"; allowed: ${Object.keys(VARIANT_FILES).join(', ')}`);
   const { createEngine } = await import('../engine/engine.js');
   const { directoryReader, embeddedModelDir } = await import('../engine/files-node.js');
   const { loadModelFiles } = await import('../engine/model-files.js');

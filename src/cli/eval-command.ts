@@ -32,7 +32,7 @@ options:
   --baselines <list>         regex,reference,never,always (default: all), or none
   --no-baselines             same as --baselines none
   --model <dir>              a model directory (default: the embedded model)
-  --variant <q4|fp32>        model file variant (default q4)
+  --variant <q4|fp32|fp16|q4f16>  model file variant (default q4)
   --config, --tau, --rule, --user-request, --mask-cot-for-scoring, --action-text, --on-error,
   --untrusted-tools, --trusted-tools, --privileged-tools: guard options, as for check
 \${REMOTE_PROXY_USAGE}

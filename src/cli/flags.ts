@@ -4,6 +4,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { InvalidOptionsError } from '../core/errors.js';
+import { isModelVariant, VARIANT_FILES, type ModelVariant } from '../engine/model-files.js';
 import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../engine/remote-proxy.js';
 import { mergeOptions, optionsFromEnv, resolveOptions, type GuardOptions } from '../core/options.js';
 
@@ -59,11 +60,11 @@ export const REMOTE_PROXY_USAGE = `  --remote-proxy <url>       score on a vLLM 
 /** Merges flags, environment and config file into validated guard options (before any model loads). */
 export function guardOptionsFrom(values: Partial<Record<keyof typeof GUARD_FLAGS, string | undefined>>): {
   options: GuardOptions;
-  variant: 'q4' | 'fp32';
+  variant: ModelVariant;
   remoteProxy?: RemoteProxyOptions;
 } {
   const variant = values.variant ?? 'q4';
-  if (variant !== 'q4' && variant !== 'fp32') fail(`--variant: received "${variant}"; allowed: q4, fp32`);
+  if (!isModelVariant(variant)) fail(`--variant: received "${variant}"; allowed: ${Object.keys(VARIANT_FILES).join(', ')}`);
   const flags = {
     tau: num(values.tau, '--tau'),
     rule: values.rule,

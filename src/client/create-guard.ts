@@ -20,6 +20,7 @@ import { defendWith } from '../engine/local-guard.js';
 import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../engine/remote-proxy.js';
 import { connectWorker, type WorkerConnection, type WorkerLike } from './endpoint.js';
 import type { BackendPreference, GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
+import type { ModelVariant } from '../engine/model-files.js';
 
 export type { WorkerLike } from './endpoint.js';
 
@@ -35,7 +36,7 @@ export interface CreateGuardOptions extends GuardOptions {
   /** A model directory on disk (Node worker_threads); takes precedence over modelUrl. */
   modelDir?: string;
   /** @defaultValue 'q4' */
-  modelVariant?: 'q4' | 'fp32';
+  modelVariant?: ModelVariant;
   /** @defaultValue 'auto' */
   backend?: BackendPreference;
   wasmThreads?: number;

@@ -11,6 +11,7 @@ import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import type { Verdict } from '../core/verdict.js';
 import type { RemoteProxyOptions } from '../engine/remote-proxy.js';
+import type { ModelVariant } from '../engine/model-files.js';
 
 export type { WireError } from '../core/errors.js';
 
@@ -38,7 +39,7 @@ export interface WorkerInitOptions {
   guard: GuardOptions;
   model: ModelLocation;
   /** @defaultValue 'q4' */
-  variant?: 'q4' | 'fp32';
+  variant?: ModelVariant;
   /** @defaultValue 'auto' */
   backend?: BackendPreference;
   /** onnxruntime-web wasm threads; onnxruntime-web's default when undefined. */

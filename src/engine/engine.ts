@@ -9,7 +9,7 @@ import type { ActionTextMode } from '../core/options.js';
 import type { BackendName } from '../core/guard-api.js';
 import { encodeSegmentedCall, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
 import { encodeTemplateCall } from './template-format.js';
-import type { ModelFiles } from './model-files.js';
+import { isFloat16Variant, type ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
 import { scoreSequencesShared } from './prefix-scorer.js';
 import { scoreSequences, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
@@ -143,7 +143,17 @@ export function maxPositionsFromConfig(config: Record<string, unknown>): number 
   return v;
 }
 
-function dimsFromConfig(config: Record<string, unknown>, padTokenId: number): ModelDims & { maxPositions: number } {
+/** The id left padding uses (always masked, so any real token works): the model's pad token when it has one. */
+function padTokenIdOf(config: Record<string, unknown>, tokenizer: ProxyTokenizer): number {
+  const fromConfig = config['pad_token_id'];
+  if (typeof fromConfig === 'number' && Number.isInteger(fromConfig) && fromConfig >= 0) return fromConfig;
+  if (tokenizer.controlTokens.includes('<|pad|>')) return tokenizer.controlId('<|pad|>');
+  const eos = config['eos_token_id'];
+  return typeof eos === 'number' && Number.isInteger(eos) && eos >= 0 ? eos : 0;
+}
+
+/** The model dimensions the scorers need, from config.json; throws ModelLoadError naming a bad field. */
+export function dimsFromConfig(config: Record<string, unknown>, padTokenId: number): ModelDims & { maxPositions: number } {
   const num = (key: string, fallback?: number): number => {
     const v = config[key] ?? fallback;
     if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
@@ -169,11 +179,12 @@ function dimsFromConfig(config: Record<string, unknown>, padTokenId: number): Mo
 /** Loads a model's verified files into an engine on the chosen backend. */
 export async function createEngine(files: ModelFiles, options: EngineOptions): Promise<ProxyEngine> {
   const tokenizer = createProxyTokenizer({ tokenizerJson: files.tokenizerJson, tokenizerConfig: files.tokenizerConfig });
-  const dims = dimsFromConfig(files.config, tokenizer.controlId('<|pad|>'));
+  const dims = dimsFromConfig(files.config, padTokenIdOf(files.config, tokenizer));
   let session: OrtSession;
   try {
     session = await createOrtSession(files.onnx, {
       backend: options.backend,
+      externalData: files.externalData,
       ...(options.wasmThreads !== undefined ? { wasmThreads: options.wasmThreads } : {}),
       ...(options.wasmPaths !== undefined ? { wasmPaths: options.wasmPaths } : {}),
       gpuBufferOutputs: Array.from({ length: dims.numLayers }, (_, l) => [`present.${l}.key`, `present.${l}.value`]).flat(),
@@ -183,6 +194,8 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
       backend: options.backend,
     });
   }
+  if (isFloat16Variant(files.variant)) dims.kvType = 'float16';
+  dims.fullLogits = !session.inputNames.includes('num_logits_to_keep');
   const info: EngineInfo = {
     model: files.manifest.model,
     backend: options.backend,

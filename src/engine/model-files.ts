@@ -5,7 +5,7 @@
  * truncated file refuses to load. Reading bytes is the caller's (a Node directory reader, or the
  * browser's fetch + Cache Storage), so this module runs in both.
  */
-import { IntegrityError, ModelLoadError } from '../core/errors.js';
+import { IntegrityError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 
 /** manifest.json: every file of a model directory with its SHA-256 and size. */
 export interface ModelManifest {
@@ -17,13 +17,25 @@ export interface ModelManifest {
 export type FileReader = (relativePath: string) => Promise<Uint8Array>;
 
 /** Model precision variants, by file. */
-export type ModelVariant = 'fp32' | 'q4';
+export type ModelVariant = 'fp32' | 'q4' | 'fp16' | 'q4f16';
 
-/** onnx file of each variant, in the transformers.js layout. */
+/** onnx file of each variant, in the transformers.js / onnx-community layout. */
 export const VARIANT_FILES: Readonly<Record<ModelVariant, string>> = Object.freeze({
   fp32: 'onnx/model.onnx',
   q4: 'onnx/model_q4.onnx',
+  fp16: 'onnx/model_fp16.onnx',
+  q4f16: 'onnx/model_q4f16.onnx',
 });
+
+/** Whether `value` names a model variant. */
+export function isModelVariant(value: unknown): value is ModelVariant {
+  return typeof value === 'string' && Object.hasOwn(VARIANT_FILES, value);
+}
+
+/** Whether a variant's activations, KV cache and logits are float16. */
+export function isFloat16Variant(variant: ModelVariant): boolean {
+  return variant === 'fp16' || variant === 'q4f16';
+}
 
 /** The loaded, verified files of a model. */
 export interface ModelFiles {
@@ -32,6 +44,8 @@ export interface ModelFiles {
   tokenizerJson: Record<string, unknown>;
   tokenizerConfig: Record<string, unknown>;
   onnx: Uint8Array;
+  /** The onnx file's external data files (`model.onnx_data`, `model.onnx_data_1`...), by the name the graph uses. */
+  externalData: Array<{ path: string; data: Uint8Array }>;
   variant: ModelVariant;
 }
 
@@ -73,7 +87,7 @@ function parseJson(path: string, bytes: Uint8Array): Record<string, unknown> {
 }
 
 /** The verified files a model's tokenizer and chat format need: everything but the weights. */
-export type TokenizerModelFiles = Omit<ModelFiles, 'onnx' | 'variant'>;
+export type TokenizerModelFiles = Omit<ModelFiles, 'onnx' | 'externalData' | 'variant'>;
 
 /** Reads, verifies and parses the files of a model; `onFile` reports each verified file. */
 export async function loadModelFiles(
@@ -81,9 +95,19 @@ export async function loadModelFiles(
   variant: ModelVariant,
   onFile?: (path: string, bytes: number) => void,
 ): Promise<ModelFiles> {
+  if (!isModelVariant(variant)) {
+    throw new InvalidOptionsError(`Invalid option modelVariant: received ${JSON.stringify(variant)}; allowed: ${Object.keys(VARIANT_FILES).join(', ')}.`, { option: 'modelVariant' });
+  }
   const { manifest, get } = await openManifest(read, onFile);
-  const [base, onnx] = await Promise.all([readTokenizerFiles(manifest, get), get(VARIANT_FILES[variant])]);
-  return { ...base, onnx, variant };
+  const onnxPath = VARIANT_FILES[variant];
+  if (!manifest.files[onnxPath]) {
+    const has = (Object.keys(VARIANT_FILES) as ModelVariant[]).filter((v) => manifest.files[VARIANT_FILES[v]]);
+    throw new ModelLoadError(`model "${manifest.model}" has no ${variant} variant (${onnxPath} is not in its manifest); it has: ${has.join(', ') || 'none'}`, { variant, file: onnxPath });
+  }
+  const dataPaths = Object.keys(manifest.files).filter((p) => p === `${onnxPath}_data` || p.startsWith(`${onnxPath}_data_`));
+  const [base, onnx, ...data] = await Promise.all([readTokenizerFiles(manifest, get), get(onnxPath), ...dataPaths.map(get)]);
+  const externalData = dataPaths.map((p, i) => ({ path: p.slice(p.lastIndexOf('/') + 1), data: data[i]! }));
+  return { ...base, onnx, externalData, variant };
 }
 
 /**

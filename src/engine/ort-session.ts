@@ -13,7 +13,7 @@ export type Backend = 'node' | 'wasm' | 'webgpu';
 /** The part of onnxruntime's module the engine uses. */
 export interface OrtModule {
   InferenceSession: { create(model: Uint8Array, options?: InferenceSession.SessionOptions): Promise<InferenceSession> };
-  Tensor: new (type: 'int64' | 'float32', data: BigInt64Array | Float32Array, dims: readonly number[]) => Tensor;
+  Tensor: new (type: 'int64' | 'float32' | 'float16', data: BigInt64Array | Float32Array | Uint16Array, dims: readonly number[]) => Tensor;
   env: { wasm: { numThreads?: number; wasmPaths?: unknown; proxy?: boolean } };
 }
 
@@ -26,6 +26,8 @@ export interface OrtSession {
   run(feeds: Record<string, Tensor>, fetches?: readonly string[]): Promise<Record<string, Tensor>>;
   makeInt64(data: BigInt64Array, dims: readonly number[]): Tensor;
   makeFloat32(data: Float32Array, dims: readonly number[]): Tensor;
+  /** A float16 tensor from its 16-bit patterns. */
+  makeFloat16(bits: Uint16Array, dims: readonly number[]): Tensor;
   release(): Promise<void>;
 }
 
@@ -42,6 +44,8 @@ export interface OrtSessionOptions {
    * for what they need. Ignored on other backends. @defaultValue []
    */
   gpuBufferOutputs?: readonly string[];
+  /** The model's external data files (weights stored beside the graph), by the name the graph uses. */
+  externalData?: ReadonlyArray<{ path: string; data: Uint8Array }>;
 }
 
 async function importOrt(backend: Backend): Promise<OrtModule> {
@@ -77,6 +81,9 @@ export async function createOrtSession(model: Uint8Array, options: OrtSessionOpt
     // Errors only: onnxruntime-web prints warnings (e.g. shape ops placed on CPU next to WebGPU) with console.error.
     logSeverityLevel: 3,
   };
+  if (options.externalData !== undefined && options.externalData.length > 0) {
+    sessionOptions.externalData = options.externalData.map((f) => ({ path: f.path, data: f.data }));
+  }
   if (options.backend === 'webgpu' && options.gpuBufferOutputs !== undefined && options.gpuBufferOutputs.length > 0) {
     sessionOptions.preferredOutputLocation = Object.fromEntries(options.gpuBufferOutputs.map((name) => [name, 'gpu-buffer' as const]));
   }
@@ -93,6 +100,7 @@ export async function createOrtSession(model: Uint8Array, options: OrtSessionOpt
       }),
     makeInt64: (data, dims) => new ort.Tensor('int64', data, dims),
     makeFloat32: (data, dims) => new ort.Tensor('float32', data, dims),
+    makeFloat16: (bits, dims) => new ort.Tensor('float16', bits, dims),
     release: () => session.release(),
   };
 }

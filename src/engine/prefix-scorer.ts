@@ -17,8 +17,9 @@
  * continuing the previous one's cache, so a long context stays within the bound.
  */
 import type { Tensor } from 'onnxruntime-web';
+import { float16Bits } from './float16.js';
 import type { OrtSession } from './ort-session.js';
-import { logSoftmaxAt, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
+import { floatValues, logSoftmaxAt, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 
 /** Options for {@link scoreSequencesShared}. */
 export interface PrefixScoreOptions {
@@ -64,10 +65,13 @@ const PADDING_SLACK = 1.25;
 /** Smallest non-final chunk of a row split to fit the budget. */
 const MIN_CHUNK_TOKENS = 64;
 
+/** KV elements: float32 values, or float16 bit patterns for fp16 models (copied, never converted). */
+type KvArray = Float32Array | Uint16Array;
+
 /** A KV cache of one row: per layer, key and value [kvHeads, length, headDim]. */
 interface KvCache {
   length: number;
-  layers: Array<{ key: Float32Array; value: Float32Array }>;
+  layers: Array<{ key: KvArray; value: KvArray }>;
 }
 
 /** One row of a forward pass: new tokens after a past cache. */
@@ -90,7 +94,7 @@ interface RowOutput {
 
 /** Bytes of K and V for one token across all layers. */
 export function kvBytesPerToken(dims: ModelDims): number {
-  return 2 * dims.numLayers * dims.numKeyValueHeads * dims.headDim * F32;
+  return 2 * dims.numLayers * dims.numKeyValueHeads * dims.headDim * (dims.kvType === 'float16' ? 2 : F32);
 }
 
 /** Estimated peak bytes of one forward pass of `batch` rows, `past` cached and `seq` new positions, `keep` logits rows. */
@@ -103,7 +107,8 @@ export function estimateForwardBytes(dims: ModelDims, batch: number, past: numbe
   const attention = 3 * batch * dims.numHeads * seq * total * F32 + batch * seq * total * F32;
   // Residual, norms, q/k/v/o and the gated MLP's three intermediate tensors of one layer.
   const activations = batch * seq * (6 * hidden + 3 * inter) * F32;
-  const logits = batch * keep * dims.vocabSize * (F32 + 8);
+  // A model without num_logits_to_keep returns every position's logits.
+  const logits = batch * (dims.fullLogits ? seq : keep) * dims.vocabSize * (F32 + 8);
   return kv + attention + activations + logits;
 }
 
@@ -137,10 +142,16 @@ export function trieMinimumTokens(sequences: ReadonlyArray<readonly number[]>): 
   return total;
 }
 
-async function tensorData(t: Tensor): Promise<Float32Array> {
+async function tensorData(t: Tensor): Promise<ArrayBufferView> {
   // GPU-resident outputs (preferredOutputLocation 'gpu-buffer') must be downloaded explicitly.
-  if (t.location !== undefined && t.location !== 'cpu' && t.location !== 'cpu-pinned') return (await t.getData(true)) as Float32Array;
-  return t.data as Float32Array;
+  if (t.location !== undefined && t.location !== 'cpu' && t.location !== 'cpu-pinned') return (await t.getData(true)) as ArrayBufferView;
+  return t.data as ArrayBufferView;
+}
+
+/** KV output data as stored: float32 values, or float16 bit patterns. */
+async function kvData(t: Tensor): Promise<KvArray> {
+  const data = await tensorData(t);
+  return t.type === 'float16' ? float16Bits(data) : (data as Float32Array);
 }
 
 /** Scores every sequence sharing common token prefixes; same results as scoreSequences, in input order. */
@@ -383,7 +394,7 @@ async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJ
   const { numKeyValueHeads: H, headDim: D } = dims;
   for (let l = 0; l < dims.numLayers; l++) {
     for (const kv of ['key', 'value'] as const) {
-      const data = new Float32Array(b * H * P * D);
+      const data = dims.kvType === 'float16' ? new Uint16Array(b * H * P * D) : new Float32Array(b * H * P * D);
       rows.forEach((j, r) => {
         if (j.pastLength === 0) return;
         const src = j.past!.layers[l]![kv];
@@ -392,7 +403,7 @@ async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJ
           data.set(src.subarray(h * len * D, (h * len + j.pastLength) * D), ((r * H + h) * P) * D);
         }
       });
-      feeds[`past_key_values.${l}.${kv}`] = session.makeFloat32(data, [b, H, P, D]);
+      feeds[`past_key_values.${l}.${kv}`] = data instanceof Uint16Array ? session.makeFloat16(data, [b, H, P, D]) : session.makeFloat32(data, [b, H, P, D]);
     }
   }
   const wantKv = rows.some((j) => j.wantKv);
@@ -402,12 +413,12 @@ async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJ
   const out = await session.run(feeds, fetches);
   stats.forwardPasses += 1;
   const logits = out['logits']!;
-  const logitData = await tensorData(logits);
+  const logitData = floatValues(await tensorData(logits), logits.type);
   const [, K, V] = logits.dims as [number, number, number];
-  const presents: Array<{ key: Float32Array; value: Float32Array }> = [];
+  const presents: Array<{ key: KvArray; value: KvArray }> = [];
   if (wantKv) {
     for (let l = 0; l < dims.numLayers; l++) {
-      presents.push({ key: await tensorData(out[`present.${l}.key`]!), value: await tensorData(out[`present.${l}.value`]!) });
+      presents.push({ key: await kvData(out[`present.${l}.key`]!), value: await kvData(out[`present.${l}.value`]!) });
     }
   }
   const res: RowOutput[] = [];
@@ -426,8 +437,8 @@ async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJ
       o.kv = {
         length: len,
         layers: presents.map((p) => {
-          const cut = (src: Float32Array) => {
-            const dst = new Float32Array(H * len * D);
+          const cut = (src: KvArray): KvArray => {
+            const dst = src instanceof Uint16Array ? new Uint16Array(H * len * D) : new Float32Array(H * len * D);
             for (let h = 0; h < H; h++) {
               const base = (r * H + h) * T * D;
               dst.set(src.subarray(base, base + j.pastLength * D), h * len * D);
@@ -453,7 +464,7 @@ async function sliceAttention(out: Record<string, Tensor>, dims: ModelDims, r: n
   for (let l = 0; l < dims.numLayers; l++) {
     const att = out[`attentions.${l}`];
     if (!att) throw new Error(`the model has no attentions.${l} output: attention needs the EdgeArmor export extension`);
-    const a = await tensorData(att);
+    const a = floatValues(await tensorData(att), att.type);
     for (let h = 0; h < dims.numHeads; h++) {
       for (let i = 0; i < n; i++) {
         const src = ((r * dims.numHeads + h) * rows + (rows - n + i)) * T + (T - len);

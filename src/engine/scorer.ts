@@ -7,6 +7,7 @@
  * the number of variants.
  */
 import type { Tensor } from 'onnxruntime-web';
+import { float16Bits, float16ToFloat32 } from './float16.js';
 import type { OrtSession } from './ort-session.js';
 
 /** Model dimensions the scorer needs, from config.json. */
@@ -21,6 +22,25 @@ export interface ModelDims {
   hiddenSize?: number;
   /** MLP width, for memory estimates; 4 x hiddenSize when absent. */
   intermediateSize?: number;
+  /** Element type of the KV cache (and logits): float16 for fp16 / q4f16 models. @defaultValue 'float32' */
+  kvType?: 'float32' | 'float16';
+  /** The model has no num_logits_to_keep input: it returns logits for every position, so batches are sized by them. */
+  fullLogits?: boolean;
+}
+
+/** Logits bytes a naive micro-batch may materialise when the model returns logits for every position. */
+export const FULL_LOGITS_BUDGET_BYTES = 64 * 1024 * 1024;
+
+/** A float output's values as float32 (float16 widened). */
+export function floatValues(data: ArrayBufferView, type: string): Float32Array {
+  if (type === 'float16') return float16ToFloat32(float16Bits(data));
+  return data as Float32Array;
+}
+
+/** An empty past KV tensor of the model's KV type. */
+export function emptyPast(session: OrtSession, dims: ModelDims, batch: number): Tensor {
+  const shape = [batch, dims.numKeyValueHeads, 0, dims.headDim];
+  return dims.kvType === 'float16' ? session.makeFloat16(new Uint16Array(0), shape) : session.makeFloat32(new Float32Array(0), shape);
 }
 
 /** One sequence to score: the context ids and the action ids that follow them. */
@@ -100,7 +120,9 @@ export async function scoreSequences(
   sequences: readonly ScoreSequence[],
   options: ScoreOptions = {},
 ): Promise<ScoreResult[]> {
-  const maxBatchTokens = options.maxBatchTokens ?? 8192;
+  let maxBatchTokens = options.maxBatchTokens ?? 8192;
+  // Without num_logits_to_keep every position's logits come back: size batches by them (one sequence is the floor).
+  if (dims.fullLogits) maxBatchTokens = Math.min(maxBatchTokens, Math.max(1, Math.floor(FULL_LOGITS_BUDGET_BYTES / (dims.vocabSize * 4))));
   const results = new Array<ScoreResult>(sequences.length);
   const lengths = sequences.map((s) => s.context.length + s.action.length);
   for (const batch of planBatches(lengths, maxBatchTokens)) {
@@ -140,15 +162,12 @@ async function runBatch(session: OrtSession, dims: ModelDims, seqs: readonly Sco
   if (session.inputNames.includes('num_attention_rows')) {
     feeds['num_attention_rows'] = session.makeInt64(BigInt64Array.of(BigInt(rows)), []);
   }
-  const emptyPast = new Float32Array(0);
   for (let l = 0; l < dims.numLayers; l++) {
-    for (const kv of ['key', 'value']) {
-      feeds[`past_key_values.${l}.${kv}`] = session.makeFloat32(emptyPast, [b, dims.numKeyValueHeads, 0, dims.headDim]);
-    }
+    for (const kv of ['key', 'value']) feeds[`past_key_values.${l}.${kv}`] = emptyPast(session, dims, b);
   }
   const out = await session.run(feeds);
   const logits = out['logits']!;
-  const logitData = logits.data as Float32Array;
+  const logitData = floatValues(logits.data as ArrayBufferView, logits.type);
   const [, K, V] = logits.dims as [number, number, number];
   return seqs.map((s, r) => {
     const n = s.action.length;

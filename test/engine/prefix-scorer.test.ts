@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dimsFromConfig } from '../../src/engine/engine';
 import { createOrtSession, type Backend, type OrtSession } from '../../src/engine/ort-session';
 import { DEFAULT_MAX_BATCH_BYTES, estimateForwardBytes, minimumBudgetBytes, scoreSequencesShared, trieMinimumTokens } from '../../src/engine/prefix-scorer';
 import { scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer';
@@ -17,16 +18,7 @@ const LOGPROB_TOL = 1e-4;
 const SMALL_BUDGET_BYTES = 800_000;
 
 const config = JSON.parse(readFileSync(`${FIXTURE}config.json`, 'utf8')) as Record<string, number>;
-const dims: ModelDims = {
-  numLayers: config['num_hidden_layers']!,
-  numHeads: config['num_attention_heads']!,
-  numKeyValueHeads: config['num_key_value_heads']!,
-  headDim: config['head_dim']!,
-  vocabSize: config['vocab_size']!,
-  padTokenId: config['pad_token_id']!,
-  hiddenSize: config['hidden_size']!,
-  intermediateSize: config['intermediate_size']!,
-};
+const dims: ModelDims = dimsFromConfig(config, config['pad_token_id']!);
 
 /** Deterministic ids in [16, vocab): a message starts with its role marker, as the chat format does. */
 function rng(seed: number): () => number {

@@ -1,0 +1,60 @@
+"""Build test/fixtures/tiny-proxy-hub/: the tiny test model (same seeded weights as tiny-proxy) in the
+layout onnx-community publishes decoders in, for the engine's hub-model tests.
+
+  onnx/model.onnx + onnx/model.onnx_data   fp32, every initializer in the external data file
+  onnx/model_q4.onnx                       MatMulNBits 4-bit (quantize.py)
+  onnx/model_fp16.onnx                     fp16 (to_fp16.py)
+No EdgeArmor extensions: no num_logits_to_keep (logits for every position), no attention outputs.
+Tokenizer files are the embedded model's (same 4096-token vocabulary).
+
+Usage: LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 model/make_hub_fixture.py
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from export_onnx import export  # noqa: E402
+from make_tiny_fixture import tiny_model  # noqa: E402
+from quantize import quantize_model  # noqa: E402
+from to_fp16 import to_fp16  # noqa: E402
+
+OUT = "test/fixtures/tiny-proxy-hub"
+NAME = "tiny-proxy-hub"
+TOKENIZER_DIR = "public/models/edgearmor-proxy"
+
+README = """# tiny-proxy-hub (test fixture)
+
+The tiny-proxy test model (random weights, seed 0; see ../tiny-proxy/README.md) in the onnx-community
+layout: fp32 with its weights in onnx/model.onnx_data, q4 (MatMulNBits) and fp16, without EdgeArmor's
+export extensions (no num_logits_to_keep, no attention outputs). Tokenizer: the embedded model's.
+
+Regenerate: `LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 model/make_hub_fixture.py`
+"""
+
+
+def main():
+    model = tiny_model()
+    if os.path.isdir(OUT):
+        shutil.rmtree(OUT)
+    os.makedirs(f"{OUT}/onnx")
+    with open(f"{OUT}/config.json", "w") as f:
+        json.dump(model.cfg.to_hf(), f, indent=2)
+        f.write("\n")
+    with open(f"{OUT}/README.md", "w") as f:
+        f.write(README)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(f"{TOKENIZER_DIR}/{name}", f"{OUT}/{name}")
+    export(model, f"{OUT}/onnx/model.onnx", extensions=False, external_data="model.onnx_data")
+    quantize_model(f"{OUT}/onnx/model.onnx", f"{OUT}/onnx/model_q4.onnx")
+    to_fp16(f"{OUT}/onnx/model.onnx", f"{OUT}/onnx/model_fp16.onnx")
+    subprocess.run([sys.executable, f"{HERE}/manifest.py", OUT, "--name", NAME], check=True)
+
+
+if __name__ == "__main__":
+    main()

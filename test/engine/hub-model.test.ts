@@ -1,0 +1,142 @@
+/**
+ * Decoders in the onnx-community layout (test/fixtures/tiny-proxy-hub: the tiny-proxy weights with
+ * external data, q4 and fp16, no num_logits_to_keep, no attention outputs) load and score like the
+ * same weights in EdgeArmor's export, on onnxruntime-node and onnxruntime-web (wasm).
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { InvalidOptionsError, ModelLoadError } from '../../src/core/errors.js';
+import { createEngine, dimsFromConfig, type ProxyEngine } from '../../src/engine/engine.js';
+import { directoryReader } from '../../src/engine/files-node.js';
+import { float16ToFloat32 } from '../../src/engine/float16.js';
+import { loadModelFiles, type ModelVariant } from '../../src/engine/model-files.js';
+import { createOrtSession, type Backend } from '../../src/engine/ort-session.js';
+import { estimateForwardBytes } from '../../src/engine/prefix-scorer.js';
+import { scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer.js';
+import { createNodeGuard } from '../../src/node.js';
+import { findCase } from '../../src/scenarios/index.js';
+
+const HUB = fileURLToPath(new URL('../fixtures/tiny-proxy-hub/', import.meta.url));
+const TINY = fileURLToPath(new URL('../fixtures/tiny-proxy/', import.meta.url));
+const MODEL_TIMEOUT_MS = 120_000;
+// Same weights and graph math: only float rounding differs between the two exports.
+const SAME_WEIGHTS_TOL = 1e-4;
+// fp16 weights and activations against the fp32 reference on this deliberately peaked random model.
+const FP16_TOL = 0.05;
+// fp16 rounding differs with batch shape (padding, chunking), so the two paths agree to fp16's precision.
+const FP16_PATHS_TOL = 5e-3;
+
+const config = JSON.parse(readFileSync(`${TINY}config.json`, 'utf8')) as Record<string, number>;
+const dims: ModelDims = dimsFromConfig(config, config['pad_token_id']!);
+
+function sequences(): ScoreSequence[] {
+  let s = 7;
+  const next = () => ((s = (s * 1664525 + 1013904223) >>> 0), 16 + (s % (dims.vocabSize - 16)));
+  return [40, 90, 17].map((n, i) => ({ context: [0, ...Array.from({ length: n }, next)], action: Array.from({ length: 4 + i }, next) }));
+}
+
+const maxDiff = (a: Float64Array[], b: Float64Array[]) => Math.max(...a.flatMap((x, i) => Array.from(x, (v, j) => Math.abs(v - b[i]![j]!))));
+
+describe('hub-layout decoders (onnx-community names, external data, no extensions)', () => {
+  const engines: ProxyEngine[] = [];
+  afterAll(async () => {
+    for (const e of engines) await e.dispose();
+  });
+
+  async function hubEngine(variant: ModelVariant, backend: Backend, scoring: 'naive' | 'prefix' = 'prefix'): Promise<ProxyEngine> {
+    const files = await loadModelFiles(directoryReader(HUB), variant);
+    const engine = await createEngine(files, { backend, scoring, ...(backend === 'wasm' ? { wasmThreads: 1 } : {}) });
+    engines.push(engine);
+    return engine;
+  }
+
+  async function reference(variant: 'fp32' | 'q4', backend: Backend): Promise<Float64Array[]> {
+    const file = variant === 'fp32' ? 'model.onnx' : 'model_q4.onnx';
+    const session = await createOrtSession(new Uint8Array(readFileSync(`${TINY}onnx/${file}`)), { backend, ...(backend === 'wasm' ? { wasmThreads: 1 } : {}) });
+    try {
+      return (await scoreSequences(session, dims, sequences())).map((r) => r.tokenLogProbs);
+    } finally {
+      await session.release();
+    }
+  }
+
+  for (const backend of ['node', 'wasm'] as const) {
+    it(
+      `${backend}: fp32 with its weights in onnx/model.onnx_data and q4 score as the EdgeArmor export of the same weights`,
+      async () => {
+        for (const variant of ['fp32', 'q4'] as const) {
+          const engine = await hubEngine(variant, backend);
+          expect(engine.info).toMatchObject({ variant, attention: false });
+          const got = (await engine.scoreTokens(sequences())).map((r) => r.tokenLogProbs);
+          expect(maxDiff(got, await reference(variant, backend))).toBeLessThan(SAME_WEIGHTS_TOL);
+        }
+      },
+      MODEL_TIMEOUT_MS,
+    );
+  }
+
+  it(
+    'fp16 (float16 KV cache and logits) stays close to fp32 on node and wasm, on the naive and the prefix-sharing paths alike',
+    async () => {
+      const fp32 = (await (await hubEngine('fp32', 'node')).scoreTokens(sequences())).map((r) => r.tokenLogProbs);
+      const naive = await hubEngine('fp16', 'node', 'naive');
+      const prefix = await hubEngine('fp16', 'node', 'prefix');
+      const got = (await naive.scoreTokens(sequences())).map((r) => r.tokenLogProbs);
+      expect(maxDiff(got, fp32)).toBeLessThan(FP16_TOL);
+      const wasm = await hubEngine('fp16', 'wasm', 'naive');
+      expect(maxDiff((await wasm.scoreTokens(sequences())).map((r) => r.tokenLogProbs), fp32)).toBeLessThan(FP16_TOL);
+      // A guard call through both paths: the prefix path branches float16 KV caches.
+      const c = findCase('travel', 'injection', 1)!;
+      const { buildContext } = await import('../../src/core/context.js');
+      const { resolveOptions } = await import('../../src/core/options.js');
+      const { buildVariants } = await import('../../src/core/variants.js');
+      const context = buildContext({ messages: c.messages, action: c.action, tools: c.tools } as never, resolveOptions());
+      const variants = buildVariants(context, { toolLeaveOneOut: true });
+      const request = { context, variants, actionText: 'template' as const, withAttention: false };
+      const [a, b] = [await naive.score(request), await prefix.score(request)];
+      for (const v of variants) expect(maxDiff([a.logProbs.get(v.id)!], [b.logProbs.get(v.id)!])).toBeLessThan(FP16_PATHS_TOL);
+      expect(b.computedTokens).toBeLessThan(a.computedTokens);
+    },
+    MODEL_TIMEOUT_MS,
+  );
+
+  it(
+    'guards with a hub model: MindGuard reports attention unavailable and falls back to description leave-one-out',
+    async () => {
+      const guard = createNodeGuard({ modelDir: HUB, modelVariant: 'q4', backends: ['node'] });
+      try {
+        expect(await guard.ready).toMatchObject({ model: 'tiny-proxy-hub', variant: 'q4', attention: false });
+        const c = findCase('banking', 'poisoning', 1)!;
+        const verdict = await guard.check({ messages: c.messages, action: c.action, tools: c.tools });
+        expect(verdict.reason).toBe('model');
+        expect(verdict.toolPoisoning!.attention).toBeNull();
+        expect(verdict.toolPoisoning!.leaveOneOut!.tools.length).toBe(c.tools!.length);
+        expect(verdict.toolPoisoning!.unavailable.join()).toMatch(/the model exports no attention rows; MindGuard falls back to leave-one-out/);
+      } finally {
+        await guard.dispose();
+      }
+    },
+    MODEL_TIMEOUT_MS,
+  );
+
+  it('names a variant the model lacks and a variant that does not exist', async () => {
+    await expect(loadModelFiles(directoryReader(HUB), 'q4f16')).rejects.toThrow(ModelLoadError);
+    await expect(loadModelFiles(directoryReader(HUB), 'q4f16')).rejects.toThrow(/"tiny-proxy-hub" has no q4f16 variant \(onnx\/model_q4f16\.onnx is not in its manifest\); it has: fp32, q4, fp16/);
+    await expect(loadModelFiles(directoryReader(HUB), 'int3' as never)).rejects.toThrow(InvalidOptionsError);
+  });
+
+  it('sizes memory by every position when the model returns all logits', () => {
+    const keepOnly = estimateForwardBytes(dims, 2, 0, 100, 5);
+    const all = estimateForwardBytes({ ...dims, fullLogits: true }, 2, 0, 100, 5);
+    expect(all - keepOnly).toBe(2 * 95 * dims.vocabSize * 12);
+  });
+
+  it('widens float16 bit patterns exactly', () => {
+    const bits = Uint16Array.of(0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000, 0x7c00, 0xfc00, 0x3555);
+    const f = float16ToFloat32(bits);
+    expect(Array.from(f.subarray(0, 7))).toEqual([1, -2, 65504, 2 ** -24, -0, Infinity, -Infinity]);
+    expect(f[7]).toBeCloseTo(0.33325, 5);
+    expect(Number.isNaN(float16ToFloat32(Uint16Array.of(0x7e00))[0])).toBe(true);
+  });
+});
