@@ -9,7 +9,8 @@ import type { ActionTextMode } from '../core/options.js';
 import type { BackendName } from '../core/guard-api.js';
 import { encodeSegmentedCall, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
 import { encodeTemplateCall } from './template-format.js';
-import { isFloat16Variant, type ModelFiles } from './model-files.js';
+import { exposeAttentionCached, type AttentionAdaptation } from './attention-adapter.js';
+import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
 import { scoreSequencesShared } from './prefix-scorer.js';
 import { scoreSequences, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
@@ -34,6 +35,11 @@ export interface EngineOptions {
   scoring?: ScoringMode;
   /** Estimated bytes per forward pass on the 'prefix' path (KV, attention, activations, logits). @defaultValue 64 MiB */
   maxBatchBytes?: number;
+  /**
+   * Expose the attention rows of standard decoder exports (attention-adapter.ts) so MindGuard works on
+   * them; models with EdgeArmor's export have them already. @defaultValue true
+   */
+  exposeAttention?: boolean;
 }
 
 /** How the engine runs the variants. */
@@ -47,8 +53,12 @@ export interface EngineInfo {
   variant: string;
   /** The longest sequence the model takes (config.json max_position_embeddings). */
   maxContextTokens: number;
-  /** Whether the model exposes attention rows (EdgeArmor's export extension). */
+  /** Whether the model exposes attention rows (EdgeArmor's export extension, or the attention adapter). */
   attention: boolean;
+  /** Where the attention rows come from: EdgeArmor's export, or the adapter over a standard export. */
+  attentionSource: 'export' | 'adapter' | null;
+  /** Why a model without attention rows has none (e.g. fused attention kernels). */
+  attentionUnavailable: string | null;
 }
 
 /** Scores of one guard call. */
@@ -180,20 +190,41 @@ export function dimsFromConfig(config: Record<string, unknown>, padTokenId: numb
 export async function createEngine(files: ModelFiles, options: EngineOptions): Promise<ProxyEngine> {
   const tokenizer = createProxyTokenizer({ tokenizerJson: files.tokenizerJson, tokenizerConfig: files.tokenizerConfig });
   const dims = dimsFromConfig(files.config, padTokenIdOf(files.config, tokenizer));
-  let session: OrtSession;
-  try {
-    session = await createOrtSession(files.onnx, {
-      backend: options.backend,
-      externalData: files.externalData,
-      ...(options.wasmThreads !== undefined ? { wasmThreads: options.wasmThreads } : {}),
-      ...(options.wasmPaths !== undefined ? { wasmPaths: options.wasmPaths } : {}),
-      gpuBufferOutputs: Array.from({ length: dims.numLayers }, (_, l) => [`present.${l}.key`, `present.${l}.value`]).flat(),
-    });
-  } catch (e) {
-    throw new ModelLoadError(`could not create an onnxruntime session on backend "${options.backend}": ${(e as Error).message}`, {
-      backend: options.backend,
-    });
+  const open = async (model: Uint8Array): Promise<OrtSession> => {
+    try {
+      return await createOrtSession(model, {
+        backend: options.backend,
+        externalData: files.externalData,
+        ...(options.wasmThreads !== undefined ? { wasmThreads: options.wasmThreads } : {}),
+        ...(options.wasmPaths !== undefined ? { wasmPaths: options.wasmPaths } : {}),
+        gpuBufferOutputs: Array.from({ length: dims.numLayers }, (_, l) => [`present.${l}.key`, `present.${l}.value`]).flat(),
+      });
+    } catch (e) {
+      throw new ModelLoadError(`could not create an onnxruntime session on backend "${options.backend}": ${(e as Error).message}`, {
+        backend: options.backend,
+      });
+    }
+  };
+  let attentionUnavailable: string | null = null;
+  let session: OrtSession | undefined;
+  let source: EngineInfo['attentionSource'] = null;
+  const adaptation: AttentionAdaptation =
+    options.exposeAttention === false
+      ? { ok: false, reason: 'the attention adapter is turned off (exposeAttention: false)' }
+      : exposeAttentionCached(files.onnx, files.manifest.files[VARIANT_FILES[files.variant]]?.sha256 ?? '', dims.numLayers);
+  if (adaptation.ok) {
+    try {
+      session = await open(adaptation.model);
+      source = 'adapter';
+    } catch (e) {
+      attentionUnavailable = `the attention adapter's graph did not load (${(e as Error).message})`;
+    }
+  } else if (!adaptation.native) {
+    attentionUnavailable = adaptation.reason;
   }
+  session ??= await open(files.onnx);
+  const attention = session.outputNames.some((n) => n.startsWith('attentions.'));
+  if (attention && source === null) source = 'export';
   if (isFloat16Variant(files.variant)) dims.kvType = 'float16';
   dims.fullLogits = !session.inputNames.includes('num_logits_to_keep');
   const info: EngineInfo = {
@@ -201,7 +232,9 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
     backend: options.backend,
     variant: files.variant,
     maxContextTokens: dims.maxPositions,
-    attention: session.outputNames.some((n) => n.startsWith('attentions.')),
+    attention,
+    attentionSource: attention ? source : null,
+    attentionUnavailable: attention ? null : attentionUnavailable,
   };
   const maxBatchTokens = options.maxBatchTokens ?? 8192;
   return engineFromParts({

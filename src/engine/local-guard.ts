@@ -164,7 +164,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     if (cut.droppedToolDefinitions || Object.keys(cut.shortenedMessages).length > 0) verdict.truncation = cut;
     if (hasTools) {
       const tAttention = now();
-      verdict.toolPoisoning = toolPoisoningOf(context, scores, attribution, withAttention, engine.info.attention);
+      verdict.toolPoisoning = toolPoisoningOf(context, scores, attribution, withAttention, engine.info.attention, engine.info.attentionUnavailable);
       verdict.timings['toolPoisoningMs'] = now() - tAttention;
       if (verdict.toolPoisoning.detected) {
         verdict.detected = true;
@@ -181,6 +181,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     attribution: AttributionResult,
     withAttention: boolean,
     modelHasAttention: boolean,
+    attentionUnavailable: string | null,
   ): ToolPoisoningVerdict {
     const tp = resolved.toolPoisoning;
     const unavailable: string[] = [];
@@ -192,8 +193,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     let attention: MindGuardVerdict | null = null;
     if (!tp.attention) unavailable.push('attention: turned off (toolPoisoning.attention = false)');
     else if (!modelHasAttention) {
-      const why = status.backend === 'remote' ? 'a remote proxy returns log-probs only' : 'the model exports no attention rows';
-      unavailable.push(`attention: ${why}; MindGuard falls back to leave-one-out over tool descriptions`);
+      unavailable.push(`attention: ${attentionUnavailable ?? 'the model exports no attention rows'}; MindGuard falls back to leave-one-out over tool descriptions`);
     }
     else if (!withAttention || !scores.attention || !scores.actionLayout) unavailable.push('attention: needs the template action text');
     else {

@@ -188,6 +188,8 @@ export async function createRemoteEngine(files: TokenizerModelFiles, options: Re
       variant: 'remote',
       maxContextTokens: Math.min(maxPositionsFromConfig(files.config), serverMax),
       attention: false,
+      attentionSource: null,
+      attentionUnavailable: 'a remote proxy returns log-probs only',
     },
     tokenizer,
     run,

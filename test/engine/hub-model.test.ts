@@ -1,12 +1,14 @@
 /**
  * Decoders in the onnx-community layout (test/fixtures/tiny-proxy-hub: the tiny-proxy weights with
  * external data, q4 and fp16, no num_logits_to_keep, no attention outputs) load and score like the
- * same weights in EdgeArmor's export, on onnxruntime-node and onnxruntime-web (wasm).
+ * same weights in EdgeArmor's export, on onnxruntime-node and onnxruntime-web (wasm), and the
+ * attention adapter gives MindGuard the attention rows EdgeArmor's export would.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidOptionsError, ModelLoadError } from '../../src/core/errors.js';
+import { appendToGraph, exposeAttention } from '../../src/engine/attention-adapter.js';
 import { createEngine, dimsFromConfig, type ProxyEngine } from '../../src/engine/engine.js';
 import { directoryReader } from '../../src/engine/files-node.js';
 import { float16ToFloat32 } from '../../src/engine/float16.js';
@@ -67,7 +69,7 @@ describe('hub-layout decoders (onnx-community names, external data, no extension
       async () => {
         for (const variant of ['fp32', 'q4'] as const) {
           const engine = await hubEngine(variant, backend);
-          expect(engine.info).toMatchObject({ variant, attention: false });
+          expect(engine.info).toMatchObject({ variant });
           const got = (await engine.scoreTokens(sequences())).map((r) => r.tokenLogProbs);
           expect(maxDiff(got, await reference(variant, backend))).toBeLessThan(SAME_WEIGHTS_TOL);
         }
@@ -102,23 +104,58 @@ describe('hub-layout decoders (onnx-community names, external data, no extension
   );
 
   it(
-    'guards with a hub model: MindGuard reports attention unavailable and falls back to description leave-one-out',
+    'exposes the attention rows of the standard export: equal to EdgeArmor\'s attention outputs for the same weights',
     async () => {
-      const guard = createNodeGuard({ modelDir: HUB, modelVariant: 'q4', backends: ['node'] });
-      try {
-        expect(await guard.ready).toMatchObject({ model: 'tiny-proxy-hub', variant: 'q4', attention: false });
-        const c = findCase('banking', 'poisoning', 1)!;
-        const verdict = await guard.check({ messages: c.messages, action: c.action, tools: c.tools });
-        expect(verdict.reason).toBe('model');
-        expect(verdict.toolPoisoning!.attention).toBeNull();
-        expect(verdict.toolPoisoning!.leaveOneOut!.tools.length).toBe(c.tools!.length);
-        expect(verdict.toolPoisoning!.unavailable.join()).toMatch(/the model exports no attention rows; MindGuard falls back to leave-one-out/);
-      } finally {
-        await guard.dispose();
+      for (const variant of ['fp32', 'q4'] as const) {
+        const engine = await hubEngine(variant, 'node');
+        expect(engine.info).toMatchObject({ attention: true, attentionSource: 'adapter', attentionUnavailable: null });
+        const file = variant === 'fp32' ? 'model.onnx' : 'model_q4.onnx';
+        const session = await createOrtSession(new Uint8Array(readFileSync(`${TINY}onnx/${file}`)), { backend: 'node' });
+        const seqs = sequences().map((s) => ({ ...s, withAttention: true }));
+        const want = await scoreSequences(session, dims, seqs);
+        await session.release();
+        const got = await engine.scoreTokens(seqs);
+        got.forEach((r, i) => {
+          expect(r.attention!.dims).toEqual(want[i]!.attention!.dims);
+          const diff = Math.max(...Array.from(r.attention!.data, (v, k) => Math.abs(v - want[i]!.attention!.data[k]!)));
+          expect(diff).toBeLessThan(1e-5);
+        });
       }
     },
     MODEL_TIMEOUT_MS,
   );
+
+  it(
+    'guards with a hub model: MindGuard runs on the adapted attention, or falls back with the reason when the adapter is off',
+    async () => {
+      const c = findCase('banking', 'poisoning', 1)!;
+      const input = { messages: c.messages, action: c.action, tools: c.tools };
+      const guard = createNodeGuard({ modelDir: HUB, modelVariant: 'q4', backends: ['node'] });
+      try {
+        expect(await guard.ready).toMatchObject({ model: 'tiny-proxy-hub', variant: 'q4', attention: true });
+        const verdict = await guard.check(input);
+        expect(verdict.reason).toBe('model');
+        expect(verdict.toolPoisoning!.attention).not.toBeNull();
+        expect(verdict.toolPoisoning!.unavailable).toEqual([]);
+      } finally {
+        await guard.dispose();
+      }
+      const files = await loadModelFiles(directoryReader(HUB), 'q4');
+      const plain = await createEngine(files, { backend: 'node', exposeAttention: false });
+      engines.push(plain);
+      expect(plain.info).toMatchObject({ attention: false, attentionSource: null, attentionUnavailable: 'the attention adapter is turned off (exposeAttention: false)' });
+    },
+    MODEL_TIMEOUT_MS,
+  );
+
+  it('reports fused attention and unidentifiable layers instead of guessing', () => {
+    const hub = new Uint8Array(readFileSync(`${HUB}onnx/model_q4.onnx`));
+    const fused = appendToGraph(hub, { node: [{ op_type: 'GroupQueryAttention', domain: 'com.microsoft', input: ['a'], output: ['b'] }] });
+    expect(exposeAttention(fused, 2)).toEqual({ ok: false, reason: 'fused attention (GroupQueryAttention) computes its softmax inside one kernel, so no attention rows can be read' });
+    expect(exposeAttention(hub, 3)).toMatchObject({ ok: false, reason: 'found 2 Softmax nodes for 3 layers, so the attention of each layer cannot be told apart' });
+    expect(exposeAttention(new Uint8Array(readFileSync(`${TINY}onnx/model.onnx`)), 2)).toMatchObject({ ok: false, native: true });
+    expect(exposeAttention(Uint8Array.of(0xff, 0xff, 0xff), 2)).toMatchObject({ ok: false, reason: expect.stringMatching(/not a readable ONNX ModelProto/) });
+  });
 
   it('names a variant the model lacks and a variant that does not exist', async () => {
     await expect(loadModelFiles(directoryReader(HUB), 'q4f16')).rejects.toThrow(ModelLoadError);
