@@ -43,7 +43,7 @@ const TYPES: Record<string, string> = {
 };
 
 /** A middleware serving files of `dir` under the URL prefix `prefix`, raw (Vite must not transform ORT's .mjs). */
-function staticDir(prefix: string, dir: string, allow?: (file: string) => boolean) {
+export function staticDir(prefix: string, dir: string, allow?: (file: string) => boolean) {
   return (req: IncomingMessage, res: ServerResponse, next: () => void): void => {
     const path = decodeURIComponent((req.url ?? '').split('?')[0] ?? '');
     if (!path.startsWith(prefix)) return next();

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
-import { build, createServer, preview } from 'vite';
+import { build, createServer, preview, type Plugin } from 'vite';
+import { staticDir } from '../../vite.config.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CHROMIUM_PATH = process.env['EDGEARMOR_CHROMIUM'] ?? '/usr/bin/chromium';
@@ -78,8 +79,12 @@ function firstLocalUrl(urls: { local: string[] } | null | undefined): string {
 }
 
 /** `vite` (the dev server, as `npm start`) on a random 127.0.0.1 port. */
-export async function startDevServer(): Promise<DemoServer> {
-  const server = await createServer({ configFile: CONFIG_FILE, logLevel: 'warn', server: { port: 0, host: '127.0.0.1', hmr: false } });
+export async function startDevServer(options: { serve?: Record<string, string> } = {}): Promise<DemoServer> {
+  // Extra directories (test fixtures) served raw under URL prefixes, as the config serves the model.
+  const plugins = Object.entries(options.serve ?? {}).map(
+    ([prefix, dir]): Plugin => ({ name: `serve ${prefix}`, configureServer: (s) => void s.middlewares.use(staticDir(prefix, dir)) }),
+  );
+  const server = await createServer({ configFile: CONFIG_FILE, logLevel: 'warn', plugins, server: { port: 0, host: '127.0.0.1', hmr: false } });
   await server.listen();
   return { url: firstLocalUrl(server.resolvedUrls), close: () => server.close() };
 }

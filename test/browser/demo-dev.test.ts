@@ -1,14 +1,17 @@
 /**
  * The demo under `vite` (the dev server), in the system Chromium: a scripted scenario gets a
  * rendered verdict, the browser's log-probs equal the Node engine's (WASM and software WebGPU),
- * nothing leaves 127.0.0.1, a tampered model file is refused, a crashed worker is restarted.
+ * nothing leaves 127.0.0.1, a tampered model file is refused, a crashed worker is restarted, and a
+ * hub-layout model (external data, attention adapter) loads in the worker.
  */
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { createNodeGuard } from '../../src/node.js';
 import type { Verdict } from '../../src/core/verdict.js';
 import type { LocalGuard } from '../../src/engine/local-guard.js';
 import { checkInPage, PageGuardError, startGuardPage } from '../../src/testing.js';
+import { findCase } from '../../src/scenarios/index.js';
 import { CAN_RUN, keepOffline, launchChromium, MODEL_DIR, PAGE_MODEL_URL, startDevServer, watchConsole, type BrowserHandle, type DemoServer } from './browser-helpers.js';
 
 // First page load transforms the worker's dependencies on the dev server (slow on a shared 2-core machine).
@@ -17,6 +20,8 @@ const PAGE_LOAD_TIMEOUT_MS = 120_000;
 const WEBGPU_TIMEOUT_MS = 180_000;
 const SETUP_TIMEOUT_MS = 120_000;
 const LOGPROB_TOLERANCE = 1e-3;
+const HUB_FIXTURE_DIR = fileURLToPath(new URL('../fixtures/tiny-proxy-hub', import.meta.url));
+const HUB_FIXTURE_URL = '/fixtures/tiny-proxy-hub/';
 
 /** Per-token mean log-probs of every variant and normalised deltas of every span, keyed for comparison. */
 function scores(v: Verdict): Record<string, number> {
@@ -47,7 +52,7 @@ describe.skipIf(!CAN_RUN)('the demo on the Vite dev server in Chromium', () => {
   let node: LocalGuard;
 
   beforeAll(async () => {
-    server = await startDevServer();
+    server = await startDevServer({ serve: { [HUB_FIXTURE_URL]: HUB_FIXTURE_DIR } });
     browser = await launchChromium();
     external = await keepOffline(browser.context);
     node = createNodeGuard({ modelDir: MODEL_DIR, backends: ['node'] });
@@ -101,6 +106,30 @@ describe.skipIf(!CAN_RUN)('the demo on the Vite dev server in Chromium', () => {
       await page.close();
     },
     PAGE_LOAD_TIMEOUT_MS * 2,
+  );
+
+  it(
+    'loads a hub-layout model (external data, no extensions) with the attention adapter in the worker; scores equal Node within 1e-3',
+    async () => {
+      const page = await browser.context.newPage();
+      const errors = watchConsole(page);
+      const status = await startGuardPage(page, { url: `${server.url}harness.html`, modelUrl: HUB_FIXTURE_URL, modelVariant: 'fp32', backend: 'wasm' });
+      expect(status).toMatchObject({ state: 'ready', backend: 'wasm', model: 'tiny-proxy-hub', variant: 'fp32', attention: true });
+      const c = findCase('banking', 'poisoning', 1)!;
+      const input = { messages: c.messages, action: c.action, tools: c.tools };
+      const hubNode = createNodeGuard({ modelDir: HUB_FIXTURE_DIR, modelVariant: 'fp32', backends: ['node'] });
+      try {
+        const verdict = await checkInPage(page, input);
+        expectClose(verdict, await hubNode.check(input));
+        expect(verdict.toolPoisoning!.attention).not.toBeNull();
+      } finally {
+        await hubNode.dispose();
+      }
+      expect(errors).toEqual([]);
+      expect(external).toEqual([]);
+      await page.close();
+    },
+    PAGE_LOAD_TIMEOUT_MS,
   );
 
   it(
