@@ -4,6 +4,7 @@ layout onnx-community publishes decoders in, for the engine's hub-model tests.
   onnx/model.onnx + onnx/model.onnx_data   fp32, every initializer in the external data file
   onnx/model_q4.onnx                       MatMulNBits 4-bit (quantize.py)
   onnx/model_fp16.onnx                     fp16 (to_fp16.py)
+  onnx/model_q4f16.onnx                    q4 with float16 activations and scales (to_fp16.py over model_q4)
 No EdgeArmor extensions: no num_logits_to_keep (logits for every position), no attention outputs.
 Tokenizer files are the embedded model's (same 4096-token vocabulary).
 
@@ -31,7 +32,7 @@ TOKENIZER_DIR = "public/models/edgearmor-proxy"
 README = """# tiny-proxy-hub (test fixture)
 
 The tiny-proxy test model (random weights, seed 0; see ../tiny-proxy/README.md) in the onnx-community
-layout: fp32 with its weights in onnx/model.onnx_data, q4 (MatMulNBits) and fp16, without EdgeArmor's
+layout: fp32 with its weights in onnx/model.onnx_data, q4 (MatMulNBits), fp16 and q4f16, without EdgeArmor's
 export extensions (no num_logits_to_keep, no attention outputs). Tokenizer: the embedded model's.
 
 Regenerate: `LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 model/make_hub_fixture.py`
@@ -53,6 +54,7 @@ def main():
     export(model, f"{OUT}/onnx/model.onnx", extensions=False, external_data="model.onnx_data")
     quantize_model(f"{OUT}/onnx/model.onnx", f"{OUT}/onnx/model_q4.onnx")
     to_fp16(f"{OUT}/onnx/model.onnx", f"{OUT}/onnx/model_fp16.onnx")
+    to_fp16(f"{OUT}/onnx/model_q4.onnx", f"{OUT}/onnx/model_q4f16.onnx")
     subprocess.run([sys.executable, f"{HERE}/manifest.py", OUT, "--name", NAME], check=True)
 
 

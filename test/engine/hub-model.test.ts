@@ -1,6 +1,6 @@
 /**
  * Decoders in the onnx-community layout (test/fixtures/tiny-proxy-hub: the tiny-proxy weights with
- * external data, q4 and fp16, no num_logits_to_keep, no attention outputs) load and score like the
+ * external data, q4, fp16 and q4f16, no num_logits_to_keep, no attention outputs) load and score like the
  * same weights in EdgeArmor's export, on onnxruntime-node and onnxruntime-web (wasm), and the
  * attention adapter gives MindGuard the attention rows EdgeArmor's export would.
  */
@@ -79,7 +79,7 @@ describe('hub-layout decoders (onnx-community names, external data, no extension
   }
 
   it(
-    'fp16 (float16 KV cache and logits) stays close to fp32 on node and wasm, on the naive and the prefix-sharing paths alike',
+    'fp16 and q4f16 (float16 KV cache and logits) stay close to fp32 and q4 on node and wasm, on the naive and the prefix-sharing paths alike',
     async () => {
       const fp32 = (await (await hubEngine('fp32', 'node')).scoreTokens(sequences())).map((r) => r.tokenLogProbs);
       const naive = await hubEngine('fp16', 'node', 'naive');
@@ -88,6 +88,12 @@ describe('hub-layout decoders (onnx-community names, external data, no extension
       expect(maxDiff(got, fp32)).toBeLessThan(FP16_TOL);
       const wasm = await hubEngine('fp16', 'wasm', 'naive');
       expect(maxDiff((await wasm.scoreTokens(sequences())).map((r) => r.tokenLogProbs), fp32)).toBeLessThan(FP16_TOL);
+      // q4f16: MatMulNBits with float16 activations and scales, against q4.
+      const q4 = (await (await hubEngine('q4', 'node')).scoreTokens(sequences())).map((r) => r.tokenLogProbs);
+      for (const backend of ['node', 'wasm'] as const) {
+        const q4f16 = await hubEngine('q4f16', backend, 'naive');
+        expect(maxDiff((await q4f16.scoreTokens(sequences())).map((r) => r.tokenLogProbs), q4)).toBeLessThan(FP16_TOL);
+      }
       // A guard call through both paths: the prefix path branches float16 KV caches.
       const c = findCase('travel', 'injection', 1)!;
       const { buildContext } = await import('../../src/core/context.js');
@@ -158,8 +164,8 @@ describe('hub-layout decoders (onnx-community names, external data, no extension
   });
 
   it('names a variant the model lacks and a variant that does not exist', async () => {
-    await expect(loadModelFiles(directoryReader(HUB), 'q4f16')).rejects.toThrow(ModelLoadError);
-    await expect(loadModelFiles(directoryReader(HUB), 'q4f16')).rejects.toThrow(/"tiny-proxy-hub" has no q4f16 variant \(onnx\/model_q4f16\.onnx is not in its manifest\); it has: fp32, q4, fp16/);
+    await expect(loadModelFiles(directoryReader(TINY), 'fp16')).rejects.toThrow(ModelLoadError);
+    await expect(loadModelFiles(directoryReader(TINY), 'fp16')).rejects.toThrow(/"tiny-proxy" has no fp16 variant \(onnx\/model_fp16\.onnx is not in its manifest\); it has: fp32, q4/);
     await expect(loadModelFiles(directoryReader(HUB), 'int3' as never)).rejects.toThrow(InvalidOptionsError);
   });
 
