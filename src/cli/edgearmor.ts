@@ -14,6 +14,7 @@ import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE } from './flags
 import type { GuardInput } from '../core/types.js';
 import type { ToolPoisoningVerdict } from '../core/tool-poisoning.js';
 import type { Verdict } from '../core/verdict.js';
+import type { HubTreeEntry } from '../engine/files-node.js';
 
 const USAGE = `usage: edgearmor check <cases.json|cases.jsonl> [options]
        edgearmor eval <cases.jsonl> [...] [options]   (see edgearmor eval --help)
@@ -43,9 +44,11 @@ edgearmor serve-proxy [--port 8000] [--host 127.0.0.1] [--model <dir>] [--varian
   Serves a model directory over the part of vLLM's API that --remote-proxy uses, so one bigger
   machine can score for many clients. EDGEARMOR_REMOTE_API_KEY, when set, is required from clients.
 
-edgearmor manifest <dir> [--name <model name>]
+edgearmor manifest <dir> [--name <model name>] [--hub-tree <tree.json>]
   Writes <dir>/manifest.json (SHA-256 and size of every file) to pin a model or tokenizer directory
-  you downloaded; EdgeArmor refuses any file that differs from it.`;
+  you downloaded; EdgeArmor refuses any file that differs from it. With --hub-tree (the JSON of
+  https://huggingface.co/api/models/<repo>/tree/<revision>?recursive=true), every file must first
+  match the hash the hub records for it.`;
 
 /** A case with its id for reporting. */
 interface NumberedCase {
@@ -191,7 +194,11 @@ async function check(args: string[]): Promise<void> {
 }
 
 async function writeManifest(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { name: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { name: { type: 'string' }, 'hub-tree': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return;
@@ -199,8 +206,19 @@ async function writeManifest(args: string[]): Promise<void> {
   if (positionals.length !== 1) fail(`manifest takes one directory, received ${positionals.length}`);
   const dir = positionals[0]!;
   if (!existsSync(dir)) fail(`${dir}: no such directory`);
+  let hubTree: HubTreeEntry[] | undefined;
+  if (values['hub-tree'] !== undefined) {
+    try {
+      hubTree = JSON.parse(readFileSync(values['hub-tree'], 'utf8')) as HubTreeEntry[];
+    } catch (e) {
+      fail(`--hub-tree: ${(e as Error).message}`);
+    }
+    if (!Array.isArray(hubTree) || !hubTree.every((e) => typeof e?.path === 'string')) {
+      fail('--hub-tree: expected the JSON array the hub returns for /api/models/<repo>/tree/<revision>?recursive=true');
+    }
+  }
   const { buildManifest } = await import('../engine/files-node.js');
-  const manifest = await buildManifest(dir, values.name);
+  const manifest = await buildManifest(dir, values.name, hubTree);
   writeFileSync(join(dir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   process.stderr.write(`edgearmor manifest: ${Object.keys(manifest.files).length} files of ${manifest.model} pinned in ${join(dir, 'manifest.json')}\n`);
 }

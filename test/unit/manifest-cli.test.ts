@@ -2,13 +2,14 @@
  * `edgearmor manifest` pins a directory exactly as model/manifest.py does, and the loader refuses
  * a file that changed after pinning; the remote-proxy flags fail fast with one-line errors.
  */
-import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { IntegrityError } from '../../src/core/errors.js';
-import { buildManifest, directoryReader, embeddedModelDir } from '../../src/engine/files-node.js';
+import { buildManifest, directoryReader, embeddedModelDir, gitBlobSha1 } from '../../src/engine/files-node.js';
 import { loadTokenizerFiles } from '../../src/engine/model-files.js';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -42,6 +43,36 @@ describe('model manifests', () => {
     },
     CLI_TIMEOUT_MS,
   );
+
+  it('checks every file against the hashes the hub records (LFS SHA-256, git blob SHA-1) before pinning', async () => {
+    const hubDir = mkdtempSync(join(tmpdir(), 'edgearmor-hub-'));
+    try {
+      mkdirSync(join(hubDir, 'onnx'));
+      writeFileSync(join(hubDir, 'config.json'), '{"model_type": "llama"}\n');
+      writeFileSync(join(hubDir, 'onnx/model_q4.onnx'), Buffer.from([1, 2, 3, 4]));
+      // git's own blob id of the small file
+      const gitOid = execFileSync('git', ['hash-object', join(hubDir, 'config.json')], { encoding: 'utf8' }).trim();
+      expect(gitBlobSha1(readFileSync(join(hubDir, 'config.json')))).toBe(gitOid);
+      const weights = createHash('sha256').update(Buffer.from([1, 2, 3, 4])).digest('hex');
+      const tree = [
+        { type: 'file', path: 'config.json', size: 24, oid: gitOid },
+        { type: 'file', path: 'onnx/model_q4.onnx', size: 4, oid: 'ab'.repeat(20), lfs: { oid: weights, size: 4 } },
+        { type: 'file', path: 'onnx/model.onnx', size: 9, oid: 'cd'.repeat(20), lfs: { oid: 'ef'.repeat(32), size: 9 } },
+      ];
+      const manifest = await buildManifest(hubDir, 'hub-model', tree);
+      expect(Object.keys(manifest.files)).toEqual(['config.json', 'onnx/model_q4.onnx']);
+      expect(manifest.files['onnx/model_q4.onnx']!.sha256).toBe(weights);
+      writeFileSync(join(hubDir, 'onnx/model_q4.onnx'), Buffer.from([1, 2, 3, 5]));
+      await expect(buildManifest(hubDir, 'hub-model', tree)).rejects.toThrow(/"onnx\/model_q4\.onnx" differs from the hub's record: sha256 [0-9a-f]{64}, the hub records [0-9a-f]{64}/);
+      writeFileSync(join(hubDir, 'onnx/model_q4.onnx'), Buffer.from([1, 2, 3, 4]));
+      writeFileSync(join(hubDir, 'config.json'), '{"model_type": "gemma"}\n');
+      await expect(buildManifest(hubDir, 'hub-model', tree)).rejects.toThrow(/"config\.json" differs from the hub's record: git blob sha1/);
+      writeFileSync(join(hubDir, 'extra.py'), 'print(1)');
+      await expect(buildManifest(hubDir, 'hub-model', tree)).rejects.toThrow(IntegrityError);
+    } finally {
+      rmSync(hubDir, { recursive: true, force: true });
+    }
+  });
 
   it('rejects incomplete remote-proxy flags with a one-line error before loading anything', () => {
     const fixture = join(ROOT, 'examples/seed-travel.jsonl');
