@@ -27,6 +27,11 @@ export interface NodeGuardOptions extends GuardOptions {
    * `modelDir`'s tokenizer. @defaultValue undefined (the local model)
    */
   remoteProxy?: RemoteProxyOptions;
+  /**
+   * A Jinja chat template to render guard calls with instead of the model's own, e.g. one that
+   * writes tool turns for a model whose template refuses them (Gemma 3's). @defaultValue the model's
+   */
+  chatTemplate?: string;
   /** @defaultValue 'q4' */
   modelVariant?: ModelVariant;
   /** Backends to try in order. @defaultValue ['node', 'wasm'] */
@@ -38,10 +43,11 @@ export interface NodeGuardOptions extends GuardOptions {
 
 /** Creates a guard that runs in this Node process. */
 export function createNodeGuard(options: NodeGuardOptions = {}): LocalGuard {
-  const { modelDir, modelVariant, backends, maxBatchTokens, onProgress, remoteProxy, ...guardOptions } = options;
+  const { modelDir, modelVariant, backends, maxBatchTokens, onProgress, remoteProxy, chatTemplate, ...guardOptions } = options;
   return createLocalGuard(guardOptions, {
     reader: directoryReader(modelDir ?? embeddedModelDir()),
     ...(remoteProxy !== undefined ? { remote: validateRemoteProxyOptions(remoteProxy) } : {}),
+    ...(chatTemplate !== undefined ? { chatTemplate } : {}),
     backends: backends ?? ['node', 'wasm'],
     ...(modelVariant ? { variant: modelVariant } : {}),
     ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}),

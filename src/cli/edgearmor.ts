@@ -179,12 +179,12 @@ async function check(args: string[]): Promise<void> {
     return;
   }
   if (positionals.length !== 1) fail(`check takes one file, received ${positionals.length}; see edgearmor check --help`);
-  const { options, variant, remoteProxy } = guardOptionsFrom(values);
+  const { options, variant, remoteProxy, chatTemplate } = guardOptionsFrom(values);
   const cases = readCases(positionals[0]!);
 
   // The engine (onnxruntime, transformers.js) loads only after the input has been validated.
   const { createNodeGuard } = await import('../node.js');
-  const guard = createNodeGuard({ ...options, ...(values.model ? { modelDir: values.model } : {}), modelVariant: variant, ...(remoteProxy ? { remoteProxy } : {}) });
+  const guard = createNodeGuard({ ...options, ...(values.model ? { modelDir: values.model } : {}), modelVariant: variant, ...(remoteProxy ? { remoteProxy } : {}), ...(chatTemplate !== undefined ? { chatTemplate } : {}) });
   await guard.ready;
   for (const c of cases) {
     const verdict = await guard.check(c.input);

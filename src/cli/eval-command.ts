@@ -82,7 +82,7 @@ export async function evalCommand(args: string[]): Promise<void> {
   const limit = intFlag(values.limit, '--limit', 1);
   const seed = intFlag(values.seed, '--seed', 0) ?? 0;
   const baselines = parseBaselines(values.baselines, values['no-baselines']);
-  const { options, variant, remoteProxy } = guardOptionsFrom(values);
+  const { options, variant, remoteProxy, chatTemplate } = guardOptionsFrom(values);
   const all: EvalCase[] = positionals.flatMap((p) => readEvalCases(p));
   const cases = sampleCases(all, limit, seed);
   const date = new Date().toISOString().slice(0, 10);
@@ -91,7 +91,7 @@ export async function evalCommand(args: string[]): Promise<void> {
   // The engine (onnxruntime, transformers.js) loads only after the input has been validated.
   const { createNodeGuard, embeddedModelDir } = await import('../node.js');
   const modelDir = values.model ?? embeddedModelDir();
-  const guard = createNodeGuard({ ...options, modelDir, modelVariant: variant, ...(remoteProxy ? { remoteProxy } : {}) });
+  const guard = createNodeGuard({ ...options, modelDir, modelVariant: variant, ...(remoteProxy ? { remoteProxy } : {}), ...(chatTemplate !== undefined ? { chatTemplate } : {}) });
   const status = await guard.ready;
   const methods: EvalMethod[] = [...guardMethods(guard)];
   let disposeReference: (() => Promise<void>) | null = null;

@@ -49,19 +49,22 @@ export const GUARD_FLAGS = {
   'privileged-tools': { type: 'string' },
   'remote-proxy': { type: 'string' },
   'remote-model': { type: 'string' },
+  'chat-template': { type: 'string' },
 } as const;
 
 /** Help lines of the remote proxy flags, shared by the subcommands' usage texts. */
 export const REMOTE_PROXY_USAGE = `  --remote-proxy <url>       score on a vLLM server (OpenAI-compatible /v1/completions) instead of
                              locally; --model then only supplies the tokenizer (default: embedded)
   --remote-model <name>      the served model name (required with --remote-proxy);
-                             the API key, if any, comes from EDGEARMOR_REMOTE_API_KEY`;
+                             the API key, if any, comes from EDGEARMOR_REMOTE_API_KEY
+  --chat-template <file>     render guard calls with this Jinja chat template instead of the model's`;
 
 /** Merges flags, environment and config file into validated guard options (before any model loads). */
 export function guardOptionsFrom(values: Partial<Record<keyof typeof GUARD_FLAGS, string | undefined>>): {
   options: GuardOptions;
   variant: ModelVariant;
   remoteProxy?: RemoteProxyOptions;
+  chatTemplate?: string;
 } {
   const variant = values.variant ?? 'q4';
   if (!isModelVariant(variant)) fail(`--variant: received "${variant}"; allowed: ${Object.keys(VARIANT_FILES).join(', ')}`);
@@ -87,13 +90,22 @@ export function guardOptionsFrom(values: Partial<Record<keyof typeof GUARD_FLAGS
   }
   const options = mergeOptions(flags, optionsFromEnv(process.env), config);
   resolveOptions(options); // validates before the model loads
+  let chatTemplate: string | undefined;
+  if (values['chat-template'] !== undefined) {
+    try {
+      chatTemplate = readFileSync(values['chat-template'], 'utf8');
+    } catch (e) {
+      fail(`--chat-template: ${(e as Error).message}`);
+    }
+  }
+  const template = chatTemplate !== undefined ? { chatTemplate } : {};
   const url = values['remote-proxy'];
   if (url === undefined) {
     if (values['remote-model'] !== undefined) fail('--remote-model needs --remote-proxy <url>');
-    return { options, variant };
+    return { options, variant, ...template };
   }
   if (values['remote-model'] === undefined) fail('--remote-proxy needs --remote-model <served model name>');
   const apiKey = process.env['EDGEARMOR_REMOTE_API_KEY'];
   const remoteProxy = validateRemoteProxyOptions({ url, model: values['remote-model'], ...(apiKey ? { apiKey } : {}) });
-  return { options, variant, remoteProxy };
+  return { options, variant, remoteProxy, ...template };
 }

@@ -49,6 +49,8 @@ export interface CreateGuardOptions extends GuardOptions {
    * (vLLM `--allowed-origins`). The model location then supplies only the tokenizer and config.
    */
   remoteProxy?: RemoteProxyOptions;
+  /** Render guard calls with this Jinja chat template instead of the model's (see createNodeGuard). */
+  chatTemplate?: string;
   /** Load progress of every worker start (a restart reports again). */
   onProgress?: (event: GuardProgress) => void;
   /**
@@ -116,7 +118,7 @@ function unwrap<T>(result: WireResult<T>): T {
 
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
-  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, onProgress, stuckWorkerGraceMs, remoteProxy, ...guardOptions } = options;
+  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, onProgress, stuckWorkerGraceMs, remoteProxy, chatTemplate, ...guardOptions } = options;
   const resolved: ResolvedGuardOptions = resolveOptions(guardOptions);
   const stuckGraceMs = stuckWorkerGraceMs ?? STUCK_WORKER_GRACE_MS;
   if (!Number.isFinite(stuckGraceMs) || stuckGraceMs < 0) {
@@ -131,6 +133,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
     ...(wasmPaths !== undefined ? { wasmPaths } : {}),
     ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}),
     ...(remoteProxy !== undefined ? { remoteProxy: validateRemoteProxyOptions(remoteProxy) } : {}),
+    ...(chatTemplate !== undefined ? { chatTemplate } : {}),
   };
   // Fails here, not in the worker, when options cannot be cloned (functions, cycles).
   structuredClone(init);

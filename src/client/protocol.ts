@@ -50,6 +50,8 @@ export interface WorkerInitOptions {
   maxBatchTokens?: number;
   /** Score on a remote proxy server; `model` then only supplies the tokenizer and config. */
   remoteProxy?: RemoteProxyOptions;
+  /** Render guard calls with this Jinja chat template instead of the model's. */
+  chatTemplate?: string;
 }
 
 /** The guard service a worker exposes through Comlink. */

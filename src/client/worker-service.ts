@@ -128,6 +128,7 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
           ...(init.wasmPaths !== undefined ? { wasmPaths: init.wasmPaths } : {}),
           ...(init.maxBatchTokens !== undefined ? { maxBatchTokens: init.maxBatchTokens } : {}),
           ...(init.remoteProxy !== undefined ? { remote: validateRemoteProxyOptions(init.remoteProxy) } : {}),
+          ...(init.chatTemplate !== undefined ? { chatTemplate: init.chatTemplate } : {}),
         });
         try {
           return await guard.ready;

@@ -2,7 +2,7 @@
  * The proxy engine: turns a structured context and its ablation variants into action-token
  * log-probs (and attention rows for the full context) with one batched run of the model.
  */
-import { ModelLoadError } from '../core/errors.js';
+import { InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import type { StructuredContext } from '../core/context.js';
 import type { Variant } from '../core/variants.js';
 import type { ActionTextMode } from '../core/options.js';
@@ -40,6 +40,11 @@ export interface EngineOptions {
    * them; models with EdgeArmor's export have them already. @defaultValue true
    */
   exposeAttention?: boolean;
+  /**
+   * A Jinja chat template to render guard calls with instead of the model's own (e.g. one that writes
+   * tool turns for a model whose template refuses them); implies template rendering. @defaultValue the model's
+   */
+  chatTemplate?: string;
 }
 
 /** How the engine runs the variants. */
@@ -112,6 +117,8 @@ export type SequenceRunner = (
 export interface EngineParts {
   info: EngineInfo;
   tokenizer: ProxyTokenizer;
+  /** @defaultValue chatFormatOf(tokenizer) */
+  format?: ChatFormat;
   /** Scores the variants of guard calls. */
   run: SequenceRunner;
   /** Scores raw sequences as given (baselines); defaults to `run`. */
@@ -131,10 +138,28 @@ export function chatFormatOf(tokenizer: Pick<ProxyTokenizer, 'controlTokens' | '
   throw new ModelLoadError("the proxy's tokenizer has neither EdgeArmor's control tokens nor a chat_template in tokenizer_config.json, so guard calls cannot be rendered for it", {});
 }
 
+/**
+ * The proxy's tokenizer, with `chatTemplate` in place of the model's template when given (then guard
+ * calls are rendered with it); a template that cannot render a one-message conversation is refused.
+ */
+export function proxyTokenizerFor(files: Pick<ModelFiles, 'tokenizerJson' | 'tokenizerConfig'>, chatTemplate?: string): { tokenizer: ProxyTokenizer; format?: ChatFormat } {
+  if (chatTemplate === undefined) return { tokenizer: createProxyTokenizer(files) };
+  if (typeof chatTemplate !== 'string' || chatTemplate.trim() === '') {
+    throw new InvalidOptionsError(`Invalid option chatTemplate: received ${JSON.stringify(chatTemplate)}; allowed: a Jinja chat template string.`, { option: 'chatTemplate' });
+  }
+  const tokenizer = createProxyTokenizer({ tokenizerJson: files.tokenizerJson, tokenizerConfig: { ...files.tokenizerConfig, chat_template: chatTemplate } });
+  try {
+    tokenizer.renderChatTemplate([{ role: 'user', content: 'Hello.' }], undefined, true);
+  } catch (e) {
+    throw new InvalidOptionsError(`Invalid option chatTemplate: it cannot render a one-message conversation: ${(e as Error).message}`, { option: 'chatTemplate' });
+  }
+  return { tokenizer, format: 'template' };
+}
+
 /** Wraps a sequence runner with the rendering, truncation and ablation of guard calls. */
 export function engineFromParts(parts: EngineParts): ProxyEngine {
   const runTokens = parts.runTokens ?? parts.run;
-  const encode = chatFormatOf(parts.tokenizer) === 'edgearmor' ? encodeSegmentedCall : encodeTemplateCall;
+  const encode = (parts.format ?? chatFormatOf(parts.tokenizer)) === 'edgearmor' ? encodeSegmentedCall : encodeTemplateCall;
   return {
     info: parts.info,
     tokenizer: parts.tokenizer,
@@ -188,7 +213,7 @@ export function dimsFromConfig(config: Record<string, unknown>, padTokenId: numb
 
 /** Loads a model's verified files into an engine on the chosen backend. */
 export async function createEngine(files: ModelFiles, options: EngineOptions): Promise<ProxyEngine> {
-  const tokenizer = createProxyTokenizer({ tokenizerJson: files.tokenizerJson, tokenizerConfig: files.tokenizerConfig });
+  const { tokenizer, format } = proxyTokenizerFor(files, options.chatTemplate);
   const dims = dimsFromConfig(files.config, padTokenIdOf(files.config, tokenizer));
   const open = async (model: Uint8Array): Promise<OrtSession> => {
     try {
@@ -240,6 +265,7 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   return engineFromParts({
     info,
     tokenizer,
+    ...(format ? { format } : {}),
     run: (sequences, signal) => runSequences(session, dims, sequences, options, signal),
     runTokens: async (sequences, signal) => ({
       results: await scoreSequences(session, dims, sequences, { maxBatchTokens, ...(signal ? { signal } : {}) }),

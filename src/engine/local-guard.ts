@@ -26,6 +26,8 @@ export interface LocalGuardRuntime {
   reader: FileReader;
   /** Score on a remote proxy server instead of a local onnxruntime session (opt-in: the only network use). */
   remote?: RemoteProxyOptions;
+  /** Render guard calls with this Jinja chat template instead of the model's. */
+  chatTemplate?: string;
   /** Backends to try, in order; the first that loads is used and the others' failures are reported. */
   backends: readonly Backend[];
   /** Why earlier preferred backends were skipped before loading (e.g. no WebGPU adapter). */
@@ -86,7 +88,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
   const ready: Promise<ProxyEngine> = (async () => {
     if (runtime.remote) {
       const files = await loadTokenizerFiles(runtime.reader, (file, bytes) => runtime.onProgress?.({ type: 'verified', file, bytes }));
-      return markReady(await createRemoteEngine(files, runtime.remote));
+      return markReady(await createRemoteEngine(files, runtime.remote, runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}));
     }
     const files = await loadModelFiles(runtime.reader, runtime.variant ?? 'q4', (file, bytes) =>
       runtime.onProgress?.({ type: 'verified', file, bytes }),
@@ -99,6 +101,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
           ...(runtime.wasmThreads !== undefined ? { wasmThreads: runtime.wasmThreads } : {}),
           ...(runtime.wasmPaths !== undefined ? { wasmPaths: runtime.wasmPaths } : {}),
           ...(runtime.maxBatchTokens !== undefined ? { maxBatchTokens: runtime.maxBatchTokens } : {}),
+          ...(runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}),
         });
         if (failures.length > 0) status.fallbackReason = [status.fallbackReason, ...failures].filter(Boolean).join('; ');
         return markReady(engine);

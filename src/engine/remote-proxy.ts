@@ -10,10 +10,9 @@
  */
 import { InvalidOptionsError, RemoteProxyError } from '../core/errors.js';
 import type { JsonObject } from '../core/types.js';
-import { engineFromParts, maxPositionsFromConfig, type ProxyEngine, type SequenceRunner } from './engine.js';
+import { engineFromParts, maxPositionsFromConfig, proxyTokenizerFor, type ProxyEngine, type SequenceRunner } from './engine.js';
 import type { TokenizerModelFiles } from './model-files.js';
 import type { ScoreResult, ScoreSequence } from './scorer.js';
-import { createProxyTokenizer } from './tokenizer.js';
 
 /** Where the remote proxy runs. Structured-cloneable, so it crosses into the worker as is. */
 export interface RemoteProxyOptions {
@@ -153,8 +152,9 @@ function endpoint(base: string, path: string): string {
  * Connects to a remote proxy: checks that the server serves the model, and builds an engine that
  * renders and tokenises here with `files` (the proxy's tokenizer) and scores on the server.
  */
-export async function createRemoteEngine(files: TokenizerModelFiles, options: RemoteProxyOptions): Promise<ProxyEngine> {
+export async function createRemoteEngine(files: TokenizerModelFiles, options: RemoteProxyOptions, render: { chatTemplate?: string } = {}): Promise<ProxyEngine> {
   const { url, model, apiKey } = validateRemoteProxyOptions(options);
+  const { tokenizer, format } = proxyTokenizerFor(files, render.chatTemplate);
   const auth = apiKey !== undefined ? { apiKey } : {};
   const listed = (await requestJson(endpoint(url, '/v1/models'), { method: 'GET', ...auth })) as { data?: Array<{ id?: unknown; max_model_len?: unknown }> };
   const entry = listed?.data?.find((m) => m.id === model);
@@ -164,7 +164,6 @@ export async function createRemoteEngine(files: TokenizerModelFiles, options: Re
   }
   // The server's window holds the prompt and the one token it generates.
   const serverMax = typeof entry.max_model_len === 'number' && entry.max_model_len > 1 ? entry.max_model_len - 1 : Infinity;
-  const tokenizer = createProxyTokenizer({ tokenizerJson: files.tokenizerJson, tokenizerConfig: files.tokenizerConfig });
   const perRequest = options.maxSequencesPerRequest ?? 64;
   const completions = endpoint(url, '/v1/completions');
 
@@ -192,6 +191,7 @@ export async function createRemoteEngine(files: TokenizerModelFiles, options: Re
       attentionUnavailable: 'a remote proxy returns log-probs only',
     },
     tokenizer,
+    ...(format ? { format } : {}),
     run,
     dispose: async () => undefined,
   });

@@ -53,3 +53,24 @@ export function chatmlTokenizerFiles(
     tokenizerConfig: { ...tokenizerConfig, chat_template: CHATML_TEMPLATE, added_tokens_decoder: undefined },
   };
 }
+
+/** A template in the style of Gemma 3's: user and model turns only; any other role raises. */
+export const STRICT_TEMPLATE = [
+  '{%- for m in messages %}',
+  "{%- if m.role not in ['user', 'assistant'] %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{%- endif %}",
+  "{{- '<start_of_turn>' + ('model' if m.role == 'assistant' else 'user') + '\\n' + m.content + '<end_of_turn>\\n' }}",
+  '{%- endfor %}',
+  "{%- if add_generation_prompt %}{{- '<start_of_turn>model\\n' }}{%- endif %}",
+].join('');
+
+/** What a user gives such a model: the same turns, with system text, tool results and tool calls written as turns. */
+export const TOOL_TURNS_TEMPLATE = [
+  '{%- for m in messages %}',
+  "{%- if m.role == 'tool' %}{{- '<start_of_turn>user\\nResult of ' + m.tool_name + ':\\n' + m.content + '<end_of_turn>\\n' }}",
+  "{%- elif m.role == 'assistant' %}{{- '<start_of_turn>model\\n' + m.content }}",
+  "{%- for c in m.tool_calls %}{{- '```tool_call\\n' + ({'name': c.name, 'arguments': c.arguments} | tojson) + '\\n```' }}{%- endfor %}",
+  "{{- '<end_of_turn>\\n' }}",
+  "{%- else %}{{- '<start_of_turn>user\\n' + m.content + '<end_of_turn>\\n' }}{%- endif %}",
+  '{%- endfor %}',
+  "{%- if add_generation_prompt %}{{- '<start_of_turn>model\\n' }}{%- endif %}",
+].join('');

@@ -18,6 +18,7 @@ import { estimateForwardBytes } from '../../src/engine/prefix-scorer.js';
 import { scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer.js';
 import { createNodeGuard } from '../../src/node.js';
 import { findCase } from '../../src/scenarios/index.js';
+import { STRICT_TEMPLATE, TOOL_TURNS_TEMPLATE } from './chatml-fixture.js';
 
 const HUB = fileURLToPath(new URL('../fixtures/tiny-proxy-hub/', import.meta.url));
 const TINY = fileURLToPath(new URL('../fixtures/tiny-proxy/', import.meta.url));
@@ -150,6 +151,29 @@ describe('hub-layout decoders (onnx-community names, external data, no extension
       const plain = await createEngine(files, { backend: 'node', exposeAttention: false });
       engines.push(plain);
       expect(plain.info).toMatchObject({ attention: false, attentionSource: null, attentionUnavailable: 'the attention adapter is turned off (exposeAttention: false)' });
+    },
+    MODEL_TIMEOUT_MS,
+  );
+
+  it(
+    'renders with a chat template the caller gives: a template refusing tool turns fails typed and blocks, one writing them scores',
+    async () => {
+      const c = findCase('travel', 'injection', 1)!;
+      const input = { messages: c.messages, action: c.action, tools: c.tools };
+      const strict = createNodeGuard({ modelDir: HUB, modelVariant: 'q4', backends: ['node'], chatTemplate: STRICT_TEMPLATE });
+      const fixed = createNodeGuard({ modelDir: HUB, modelVariant: 'q4', backends: ['node'], chatTemplate: TOOL_TURNS_TEMPLATE });
+      const broken = createNodeGuard({ modelDir: HUB, modelVariant: 'q4', backends: ['node'], chatTemplate: '{% for m in messages %}' });
+      try {
+        const refused = await strict.check(input);
+        expect(refused).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'inference-failed' } });
+        expect(refused.error!.message).toMatch(/chat template could not render this conversation: Conversation roles must alternate/);
+        const scored = await fixed.check(input);
+        expect(scored.reason).toBe('model');
+        expect(scored.attribution!.variants.map((v) => v.id)).toEqual(expect.arrayContaining(['full', 'no-user', 'no-span:0']));
+        await expect(broken.ready).rejects.toThrow(/Invalid option chatTemplate: it cannot render a one-message conversation/);
+      } finally {
+        await Promise.all([strict.dispose(), fixed.dispose(), broken.dispose()]);
+      }
     },
     MODEL_TIMEOUT_MS,
   );
