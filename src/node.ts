@@ -5,12 +5,14 @@
 import type { GuardOptions } from './core/options.js';
 import type { GuardProgress } from './core/guard-api.js';
 import { createLocalGuard, type LocalGuard } from './engine/local-guard.js';
-import { directoryReader, embeddedModelDir } from './engine/files-node.js';
-import type { ModelVariant } from './engine/model-files.js';
+import { InvalidOptionsError } from './core/errors.js';
+import { directoryReader, embeddedModelDir, urlReader } from './engine/files-node.js';
+import { withManifest, type FileReader, type ModelManifest, type ModelVariant } from './engine/model-files.js';
 import type { Backend } from './engine/ort-session.js';
 import { validateRemoteProxyOptions, type RemoteProxyOptions } from './engine/remote-proxy.js';
 
-export { embeddedModelDir } from './engine/files-node.js';
+export { buildManifest, defaultCacheDir, embeddedModelDir, type HubTreeEntry } from './engine/files-node.js';
+export type { ModelManifest } from './engine/model-files.js';
 export { validateRemoteProxyOptions, type RemoteProxyOptions } from './engine/remote-proxy.js';
 export { startProxyServer, type ProxyServerOptions, type RunningProxyServer } from './engine/proxy-server.js';
 
@@ -21,6 +23,15 @@ export interface NodeGuardOptions extends GuardOptions {
    * proxy's tokenizer and config (its weights are not read). @defaultValue the embedded model
    */
   modelDir?: string;
+  /**
+   * The model's URL instead of a directory (e.g. `https://huggingface.co/<repo>/resolve/<revision>/`);
+   * fetched files are cached in `cacheDir`. Opt-in network use at load time only.
+   */
+  modelUrl?: string;
+  /** The manifest the model's files must match, when its directory or URL has none (hub models). */
+  modelManifest?: ModelManifest;
+  /** Where files fetched from `modelUrl` are cached by SHA-256; null disables it. @defaultValue $XDG_CACHE_HOME/edgearmor or ~/.cache/edgearmor */
+  cacheDir?: string | null;
   /**
    * Score on a vLLM (OpenAI-compatible completions) server instead of on this machine. Opt-in: the
    * only option that makes the guard use the network. The server must serve a model with
@@ -41,11 +52,23 @@ export interface NodeGuardOptions extends GuardOptions {
   onProgress?: (event: GuardProgress) => void;
 }
 
+function nodeReader(o: Pick<NodeGuardOptions, 'modelDir' | 'modelUrl' | 'modelManifest' | 'cacheDir'>): FileReader {
+  if (o.modelUrl === undefined) {
+    const dir = directoryReader(o.modelDir ?? embeddedModelDir());
+    return o.modelManifest ? withManifest(dir, o.modelManifest) : dir;
+  }
+  if (o.modelDir !== undefined) throw new InvalidOptionsError('Invalid options: received both modelDir and modelUrl; give at most one.', { option: 'modelUrl' });
+  if (!/^https?:\/\//.test(o.modelUrl)) {
+    throw new InvalidOptionsError(`Invalid option modelUrl: received ${JSON.stringify(o.modelUrl)}; allowed: an absolute http(s) URL.`, { option: 'modelUrl' });
+  }
+  return urlReader(o.modelUrl, { ...(o.cacheDir !== undefined ? { cacheDir: o.cacheDir } : {}), ...(o.modelManifest ? { manifest: o.modelManifest } : {}) });
+}
+
 /** Creates a guard that runs in this Node process. */
 export function createNodeGuard(options: NodeGuardOptions = {}): LocalGuard {
-  const { modelDir, modelVariant, backends, maxBatchTokens, onProgress, remoteProxy, chatTemplate, ...guardOptions } = options;
+  const { modelDir: _d, modelUrl: _u, modelManifest: _m, cacheDir: _c, modelVariant, backends, maxBatchTokens, onProgress, remoteProxy, chatTemplate, ...guardOptions } = options;
   return createLocalGuard(guardOptions, {
-    reader: directoryReader(modelDir ?? embeddedModelDir()),
+    reader: nodeReader(options),
     ...(remoteProxy !== undefined ? { remote: validateRemoteProxyOptions(remoteProxy) } : {}),
     ...(chatTemplate !== undefined ? { chatTemplate } : {}),
     backends: backends ?? ['node', 'wasm'],

@@ -20,7 +20,7 @@ import { defendWith } from '../engine/local-guard.js';
 import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../engine/remote-proxy.js';
 import { connectWorker, type WorkerConnection, type WorkerLike } from './endpoint.js';
 import type { BackendPreference, GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
-import type { ModelVariant } from '../engine/model-files.js';
+import type { ModelManifest, ModelVariant } from '../engine/model-files.js';
 
 export type { WorkerLike } from './endpoint.js';
 
@@ -51,6 +51,8 @@ export interface CreateGuardOptions extends GuardOptions {
   remoteProxy?: RemoteProxyOptions;
   /** Render guard calls with this Jinja chat template instead of the model's (see createNodeGuard). */
   chatTemplate?: string;
+  /** The manifest the model's files must match, when `modelUrl` has none (e.g. a hub model's resolve URL). */
+  modelManifest?: ModelManifest;
   /** Load progress of every worker start (a restart reports again). */
   onProgress?: (event: GuardProgress) => void;
   /**
@@ -118,7 +120,7 @@ function unwrap<T>(result: WireResult<T>): T {
 
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
-  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, onProgress, stuckWorkerGraceMs, remoteProxy, chatTemplate, ...guardOptions } = options;
+  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, onProgress, stuckWorkerGraceMs, remoteProxy, chatTemplate, modelManifest, ...guardOptions } = options;
   const resolved: ResolvedGuardOptions = resolveOptions(guardOptions);
   const stuckGraceMs = stuckWorkerGraceMs ?? STUCK_WORKER_GRACE_MS;
   if (!Number.isFinite(stuckGraceMs) || stuckGraceMs < 0) {
@@ -134,6 +136,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
     ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}),
     ...(remoteProxy !== undefined ? { remoteProxy: validateRemoteProxyOptions(remoteProxy) } : {}),
     ...(chatTemplate !== undefined ? { chatTemplate } : {}),
+    ...(modelManifest !== undefined ? { manifest: modelManifest } : {}),
   };
   // Fails here, not in the worker, when options cannot be cloned (functions, cycles).
   structuredClone(init);

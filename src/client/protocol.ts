@@ -11,7 +11,7 @@ import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import type { Verdict } from '../core/verdict.js';
 import type { RemoteProxyOptions } from '../engine/remote-proxy.js';
-import type { ModelVariant } from '../engine/model-files.js';
+import type { ModelManifest, ModelVariant } from '../engine/model-files.js';
 
 export type { WireError } from '../core/errors.js';
 
@@ -52,6 +52,8 @@ export interface WorkerInitOptions {
   remoteProxy?: RemoteProxyOptions;
   /** Render guard calls with this Jinja chat template instead of the model's. */
   chatTemplate?: string;
+  /** The manifest the model's files must match, when its location has none (hub models). */
+  manifest?: ModelManifest;
 }
 
 /** The guard service a worker exposes through Comlink. */

@@ -8,7 +8,7 @@ import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import { createBrowserReader, type BrowserFileReader } from '../engine/files-browser.js';
 import { createLocalGuard, type LocalGuard, type LocalGuardRuntime } from '../engine/local-guard.js';
-import type { FileReader } from '../engine/model-files.js';
+import { withManifest, type FileReader } from '../engine/model-files.js';
 import type { Backend } from '../engine/ort-session.js';
 import { validateRemoteProxyOptions } from '../engine/remote-proxy.js';
 import { settle, type BackendPreference, type GuardWorkerApi, type WireResult, type WorkerInitOptions } from './protocol.js';
@@ -100,11 +100,14 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
 
   async function makeReader(init: WorkerInitOptions, onProgress: (e: GuardProgress) => void): Promise<FileReader> {
     if ('baseUrl' in init.model) {
-      return createBrowserReader({ baseUrl: init.model.baseUrl, onProgress });
+      const reader = createBrowserReader({ baseUrl: init.model.baseUrl, onProgress });
+      // A given manifest replaces the location's; the cache eviction after an integrity failure stays.
+      return init.manifest ? Object.assign(withManifest(reader, init.manifest), { evict: reader.evict, readFromCache: reader.readFromCache }) : reader;
     }
     if (!isNode) throw new InvalidOptionsError('Invalid option model: a model directory ({dir}) works only in Node; in a browser give {baseUrl}.');
     const { directoryReader } = await import('../engine/files-node.js');
-    return directoryReader(init.model.dir);
+    const reader = directoryReader(init.model.dir);
+    return init.manifest ? withManifest(reader, init.manifest) : reader;
   }
 
   return {

@@ -2,7 +2,8 @@
  * Node-only model file access: reading a model directory, and where the embedded model lives.
  */
 import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { IntegrityError, ModelLoadError } from '../core/errors.js';
@@ -15,6 +16,72 @@ export const EMBEDDED_MODEL_NAME = 'edgearmor-proxy';
 export function embeddedModelDir(): string {
   // src/engine/ and dist/engine/ are both two levels below the package root.
   return resolve(fileURLToPath(new URL('../../public/models/', import.meta.url)), EMBEDDED_MODEL_NAME);
+}
+
+/** Where Node keeps model files fetched from a URL: $XDG_CACHE_HOME/edgearmor, else ~/.cache/edgearmor. */
+export function defaultCacheDir(): string {
+  return join(process.env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'edgearmor');
+}
+
+/** Options of {@link urlReader}. */
+export interface UrlReaderOptions {
+  /** Fetched files are kept here by SHA-256 (with a manifest); null fetches every time. @defaultValue defaultCacheDir() */
+  cacheDir?: string | null;
+  /** @defaultValue globalThis.fetch */
+  fetch?: typeof fetch;
+  /** The manifest to check against, when the URL has none (hub models): it is not fetched then. */
+  manifest?: ModelManifest;
+}
+
+/**
+ * Reads model files below a URL (a hub model's `resolve/<revision>/` URL, any static server) in
+ * Node. Once the manifest is known, a file whose SHA-256 is in the cache is read from there and a
+ * fetched file that matches its manifest entry is stored, so a second load needs no network; a
+ * cached file that no longer matches is fetched again. model-files.ts still checks every byte.
+ */
+export function urlReader(baseUrl: string, options: UrlReaderOptions = {}): FileReader {
+  const base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
+  const cacheDir = options.cacheDir === undefined ? defaultCacheDir() : options.cacheDir;
+  const doFetch = options.fetch ?? globalThis.fetch;
+  let manifest: ModelManifest | undefined = options.manifest;
+  const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+  const fetchBytes = async (path: string): Promise<Uint8Array> => {
+    const url = new URL(path, base).href;
+    let response: Response;
+    try {
+      response = await doFetch(url);
+    } catch (e) {
+      throw new ModelLoadError(`cannot fetch model file "${path}" from ${url}: ${(e as Error).message}`, { url, file: path });
+    }
+    if (!response.ok) throw new ModelLoadError(`cannot fetch model file "${path}" from ${url}: HTTP ${response.status}`, { url, file: path, status: response.status });
+    return new Uint8Array(await response.arrayBuffer());
+  };
+  return async (path) => {
+    if (path === 'manifest.json') {
+      if (options.manifest) return new TextEncoder().encode(JSON.stringify(options.manifest));
+      const bytes = await fetchBytes(path);
+      try {
+        manifest = JSON.parse(new TextDecoder().decode(bytes)) as ModelManifest;
+      } catch {
+        manifest = undefined; // model-files.ts reports the invalid manifest
+      }
+      return bytes;
+    }
+    const expected = manifest?.files?.[path]?.sha256;
+    const blob = cacheDir !== null && typeof expected === 'string' && /^[0-9a-f]{64}$/.test(expected) ? join(cacheDir, 'blobs', expected) : undefined;
+    if (blob) {
+      const cached = await readFile(blob).then((b) => new Uint8Array(b), () => undefined);
+      if (cached && sha256(cached) === expected) return cached;
+    }
+    const bytes = await fetchBytes(path);
+    if (blob && sha256(bytes) === expected) {
+      await mkdir(join(cacheDir!, 'blobs'), { recursive: true });
+      const partial = `${blob}.${process.pid}.partial`;
+      await writeFile(partial, bytes);
+      await rename(partial, blob);
+    }
+    return bytes;
+  };
 }
 
 /** Reads model files from a local directory. */

@@ -144,3 +144,12 @@ async function readTokenizerFiles(manifest: ModelManifest, get: (path: string) =
   ]);
   return { manifest, config, tokenizerJson, tokenizerConfig };
 }
+
+/**
+ * A reader whose manifest.json is the one the caller gives (e.g. for a hub URL, which has none):
+ * every other file still comes from `read` and is checked against that manifest.
+ */
+export function withManifest(read: FileReader, manifest: ModelManifest): FileReader {
+  const bytes = new TextEncoder().encode(JSON.stringify(manifest));
+  return (path) => (path === 'manifest.json' ? Promise.resolve(bytes) : read(path));
+}
