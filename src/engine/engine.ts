@@ -64,6 +64,8 @@ export interface EngineInfo {
   attentionSource: 'export' | 'adapter' | null;
   /** Why a model without attention rows has none (e.g. fused attention kernels). */
   attentionUnavailable: string | null;
+  /** How guard calls are rendered: EdgeArmor's chat format, or the model's (or the caller's) chat template. */
+  chatFormat: ChatFormat;
 }
 
 /** Scores of one guard call. */
@@ -115,7 +117,7 @@ export type SequenceRunner = (
 
 /** The parts a proxy engine is made of; {@link createEngine} and the remote proxy build one each. */
 export interface EngineParts {
-  info: EngineInfo;
+  info: Omit<EngineInfo, 'chatFormat'>;
   tokenizer: ProxyTokenizer;
   /** @defaultValue chatFormatOf(tokenizer) */
   format?: ChatFormat;
@@ -159,11 +161,13 @@ export function proxyTokenizerFor(files: Pick<ModelFiles, 'tokenizerJson' | 'tok
 /** Wraps a sequence runner with the rendering, truncation and ablation of guard calls. */
 export function engineFromParts(parts: EngineParts): ProxyEngine {
   const runTokens = parts.runTokens ?? parts.run;
-  const encode = (parts.format ?? chatFormatOf(parts.tokenizer)) === 'edgearmor' ? encodeSegmentedCall : encodeTemplateCall;
+  const chatFormat = parts.format ?? chatFormatOf(parts.tokenizer);
+  const encode = chatFormat === 'edgearmor' ? encodeSegmentedCall : encodeTemplateCall;
+  const info: EngineInfo = { ...parts.info, chatFormat };
   return {
-    info: parts.info,
+    info,
     tokenizer: parts.tokenizer,
-    score: (request) => scoreRequest(parts.tokenizer, parts.info, parts.run, encode, request),
+    score: (request) => scoreRequest(parts.tokenizer, info, parts.run, encode, request),
     scoreTokens: async (sequences, signal) => (await runTokens(sequences, signal)).results,
     dispose: () => parts.dispose(),
   };
@@ -252,7 +256,7 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   if (attention && source === null) source = 'export';
   if (isFloat16Variant(files.variant)) dims.kvType = 'float16';
   dims.fullLogits = !session.inputNames.includes('num_logits_to_keep');
-  const info: EngineInfo = {
+  const info: Omit<EngineInfo, 'chatFormat'> = {
     model: files.manifest.model,
     backend: options.backend,
     variant: files.variant,

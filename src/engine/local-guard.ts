@@ -15,7 +15,7 @@ import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus }
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
 import { buildVariants } from '../core/variants.js';
 import { failureVerdict, modelVerdict, preflightVerdict, type Verdict } from '../core/verdict.js';
-import { createEngine, type EngineScores, type ProxyEngine } from './engine.js';
+import { createEngine, type EngineInfo, type EngineScores, type ProxyEngine } from './engine.js';
 import { loadModelFiles, loadTokenizerFiles, type FileReader, type ModelVariant } from './model-files.js';
 import type { Backend } from './ort-session.js';
 import { createRemoteEngine, type RemoteProxyOptions } from './remote-proxy.js';
@@ -151,7 +151,8 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     const tLoaded = now();
     const tp = resolved.toolPoisoning;
     const hasTools = context.tools.length > 0;
-    const withAttention = hasTools && tp.attention && engine.info.attention && resolved.actionText === 'template';
+    // MindGuard needs the positions of tools and argument values, which EdgeArmor's format knows.
+    const withAttention = hasTools && tp.attention && engine.info.attention && resolved.actionText === 'template' && engine.info.chatFormat === 'edgearmor';
     const variants = buildVariants(context, { toolLeaveOneOut: hasTools && tp.leaveOneOut });
     const scores = await serial(() =>
       engine.score({ context, variants, actionText: resolved.actionText, withAttention, ...(signal ? { signal } : {}) }),
@@ -167,7 +168,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     if (cut.droppedToolDefinitions || Object.keys(cut.shortenedMessages).length > 0) verdict.truncation = cut;
     if (hasTools) {
       const tAttention = now();
-      verdict.toolPoisoning = toolPoisoningOf(context, scores, attribution, withAttention, engine.info.attention, engine.info.attentionUnavailable);
+      verdict.toolPoisoning = toolPoisoningOf(context, scores, attribution, withAttention, engine.info);
       verdict.timings['toolPoisoningMs'] = now() - tAttention;
       if (verdict.toolPoisoning.detected) {
         verdict.detected = true;
@@ -183,8 +184,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     scores: EngineScores,
     attribution: AttributionResult,
     withAttention: boolean,
-    modelHasAttention: boolean,
-    attentionUnavailable: string | null,
+    { attention: modelHasAttention, attentionUnavailable, chatFormat }: EngineInfo,
   ): ToolPoisoningVerdict {
     const tp = resolved.toolPoisoning;
     const unavailable: string[] = [];
@@ -198,6 +198,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     else if (!modelHasAttention) {
       unavailable.push(`attention: ${attentionUnavailable ?? 'the model exports no attention rows'}; MindGuard falls back to leave-one-out over tool descriptions`);
     }
+    else if (chatFormat !== 'edgearmor') unavailable.push("attention: the model's chat template gives no token positions for tools and argument values; MindGuard falls back to leave-one-out over tool descriptions");
     else if (!withAttention || !scores.attention || !scores.actionLayout) unavailable.push('attention: needs the template action text');
     else {
       const nameRows = scores.actionLayout.parts.filter((p) => p === 'name').length;

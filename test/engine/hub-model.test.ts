@@ -170,6 +170,9 @@ describe('hub-layout decoders (onnx-community names, external data, no extension
         const scored = await fixed.check(input);
         expect(scored.reason).toBe('model');
         expect(scored.attribution!.variants.map((v) => v.id)).toEqual(expect.arrayContaining(['full', 'no-user', 'no-span:0']));
+        // The adapter exposes attention, but a template gives no tool and argument positions: MindGuard says so.
+        expect(scored.toolPoisoning!.attention).toBeNull();
+        expect(scored.toolPoisoning!.unavailable.join()).toMatch(/the model's chat template gives no token positions for tools and argument values/);
         await expect(broken.ready).rejects.toThrow(/Invalid option chatTemplate: it cannot render a one-message conversation/);
       } finally {
         await Promise.all([strict.dispose(), fixed.dispose(), broken.dispose()]);
