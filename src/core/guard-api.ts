@@ -19,7 +19,7 @@ export interface GuardStatus {
   /** Why a preferred backend was not used (e.g. "WebGPU: navigator.gpu.requestAdapter() returned null"). */
   fallbackReason: string | null;
   model: string | null;
-  /** The model file variant in use ('q4' or 'fp32'). */
+  /** The model file variant in use ('q4', 'fp32', 'fp16', 'q4f16'), or 'remote' for a remote proxy. */
   variant: string | null;
   maxContextTokens: number | null;
   /** Whether the model exposes attention rows (MindGuard). */
