@@ -53,6 +53,9 @@ class StandardWrapper(torch.nn.Module):
         self.model = model
 
     def forward(self, input_ids, attention_mask, position_ids, *past_flat):
+        return self.decode(input_ids, attention_mask, position_ids, past_flat)
+
+    def decode(self, input_ids, attention_mask, position_ids, past_flat):
         m = self.model
         x = m.embed_tokens(input_ids)
         from proxy_model import rope_cos_sin
@@ -66,6 +69,15 @@ class StandardWrapper(torch.nn.Module):
         return (logits, *presents)
 
 
+class NoPositionsWrapper(StandardWrapper):
+    """A standard export without a position_ids input: positions come from the attention mask, as
+    exports of models that never took position ids compute them (cumsum of the mask, minus one)."""
+
+    def forward(self, input_ids, attention_mask, *past_flat):
+        pos = (torch.cumsum(attention_mask, dim=-1) - 1).clamp(min=0)[:, -input_ids.shape[1]:]
+        return self.decode(input_ids, attention_mask, pos, past_flat)
+
+
 def load(run_dir: str) -> ProxyLM:
     with open(f"{run_dir}/config.json") as f:
         hf = json.load(f)
@@ -77,9 +89,11 @@ def load(run_dir: str) -> ProxyLM:
     return model
 
 
-def export(model: ProxyLM, path: str, extensions: bool = True, external_data: str | None = None) -> None:
+def export(model: ProxyLM, path: str, extensions: bool = True, external_data: str | None = None,
+           position_ids: bool = True) -> None:
     """Exports to `path`; `extensions=False` gives the standard layout (no num_logits_to_keep, no
-    attentions), `external_data` a file name beside `path` that holds every initializer."""
+    attentions), `position_ids=False` (standard layout only) drops that input, `external_data` names
+    a file beside `path` that holds every initializer."""
     cfg = model.cfg
     L = cfg.num_hidden_layers
     b, s, past = 2, 5, 3
@@ -87,15 +101,16 @@ def export(model: ProxyLM, path: str, extensions: bool = True, external_data: st
     am = torch.ones(b, past + s, dtype=torch.long)
     pos = torch.arange(past, past + s).unsqueeze(0).expand(b, -1).contiguous()
     pk = [torch.zeros(b, cfg.num_key_value_heads, past, cfg.head_dim) for _ in range(2 * L)]
-    names_in = ["input_ids", "attention_mask", "position_ids"] + (["num_logits_to_keep", "num_attention_rows"] if extensions else [])
+    names_in = ["input_ids", "attention_mask"] + (["position_ids"] if position_ids or extensions else []) + (["num_logits_to_keep", "num_attention_rows"] if extensions else [])
     names_past = [f"past_key_values.{i}.{kv}" for i in range(L) for kv in ("key", "value")]
     names_out = ["logits"] + [f"present.{i}.{kv}" for i in range(L) for kv in ("key", "value")]
     if extensions:
         names_out += [f"attentions.{i}" for i in range(L)]
     dyn = {"input_ids": {0: "batch_size", 1: "sequence_length"},
            "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
-           "position_ids": {0: "batch_size", 1: "sequence_length"},
            "logits": {0: "batch_size", 1: "num_logits"}}
+    if "position_ids" in names_in:
+        dyn["position_ids"] = {0: "batch_size", 1: "sequence_length"}
     for n in names_past:
         dyn[n] = {0: "batch_size", 2: "past_sequence_length"}
     for i in range(L):
@@ -103,7 +118,12 @@ def export(model: ProxyLM, path: str, extensions: bool = True, external_data: st
             dyn[f"present.{i}.{kv}"] = {0: "batch_size", 2: "total_sequence_length"}
         if extensions:
             dyn[f"attentions.{i}"] = {0: "batch_size", 2: "num_attention_rows", 3: "total_sequence_length"}
-    wrapper, args = (ExportWrapper(model), (ids, am, pos, torch.tensor(2), torch.tensor(2), *pk)) if extensions else (StandardWrapper(model), (ids, am, pos, *pk))
+    if extensions:
+        wrapper, args = ExportWrapper(model), (ids, am, pos, torch.tensor(2), torch.tensor(2), *pk)
+    elif position_ids:
+        wrapper, args = StandardWrapper(model), (ids, am, pos, *pk)
+    else:
+        wrapper, args = NoPositionsWrapper(model), (ids, am, *pk)
     with torch.no_grad():
         torch.onnx.export(wrapper, args, path, input_names=names_in + names_past, output_names=names_out, dynamic_axes=dyn,
                           opset_version=17, do_constant_folding=False)

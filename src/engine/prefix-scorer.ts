@@ -387,8 +387,9 @@ async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJ
   const feeds: Record<string, Tensor> = {
     input_ids: session.makeInt64(ids, [b, S]),
     attention_mask: session.makeInt64(mask, [b, T]),
-    position_ids: session.makeInt64(pos, [b, S]),
   };
+  // Exports without position_ids derive them from the mask's cumsum, which skips the masked gap and padding: the same values.
+  if (session.inputNames.includes('position_ids')) feeds['position_ids'] = session.makeInt64(pos, [b, S]);
   if (session.inputNames.includes('num_logits_to_keep')) feeds['num_logits_to_keep'] = session.makeInt64(BigInt64Array.of(BigInt(keep)), []);
   if (session.inputNames.includes('num_attention_rows')) feeds['num_attention_rows'] = session.makeInt64(BigInt64Array.of(BigInt(attRows)), []);
   const { numKeyValueHeads: H, headDim: D } = dims;

@@ -154,8 +154,9 @@ async function runBatch(session: OrtSession, dims: ModelDims, seqs: readonly Sco
   const feeds: Record<string, Tensor> = {
     input_ids: session.makeInt64(ids, [b, T]),
     attention_mask: session.makeInt64(mask, [b, T]),
-    position_ids: session.makeInt64(pos, [b, T]),
   };
+  // Exports without position_ids derive positions from the mask (cumsum - 1): the same values.
+  if (session.inputNames.includes('position_ids')) feeds['position_ids'] = session.makeInt64(pos, [b, T]);
   if (session.inputNames.includes('num_logits_to_keep')) {
     feeds['num_logits_to_keep'] = session.makeInt64(BigInt64Array.of(BigInt(keep)), []);
   }

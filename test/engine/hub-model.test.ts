@@ -22,6 +22,7 @@ import { STRICT_TEMPLATE, TOOL_TURNS_TEMPLATE } from './chatml-fixture.js';
 
 const HUB = fileURLToPath(new URL('../fixtures/tiny-proxy-hub/', import.meta.url));
 const TINY = fileURLToPath(new URL('../fixtures/tiny-proxy/', import.meta.url));
+const NOPOS = fileURLToPath(new URL('../fixtures/tiny-proxy-hub-nopos/', import.meta.url));
 const MODEL_TIMEOUT_MS = 120_000;
 // Same weights and graph math: only float rounding differs between the two exports.
 const SAME_WEIGHTS_TOL = 1e-4;
@@ -189,6 +190,29 @@ describe('hub-layout decoders (onnx-community names, external data, no extension
     expect(exposeAttention(new Uint8Array(readFileSync(`${TINY}onnx/model.onnx`)), 2)).toMatchObject({ ok: false, native: true });
     expect(exposeAttention(Uint8Array.of(0xff, 0xff, 0xff), 2)).toMatchObject({ ok: false, reason: expect.stringMatching(/not a readable ONNX ModelProto/) });
   });
+
+  it(
+    'scores an export without a position_ids input (positions from the mask) as the one with it, on both paths',
+    async () => {
+      const nopos = await createEngine(await loadModelFiles(directoryReader(NOPOS), 'q4'), { backend: 'node' });
+      const naive = await createEngine(await loadModelFiles(directoryReader(NOPOS), 'q4'), { backend: 'node', scoring: 'naive' });
+      engines.push(nopos, naive);
+      const withPositions = await hubEngine('q4', 'node');
+      const want = (await withPositions.scoreTokens(sequences())).map((r) => r.tokenLogProbs);
+      expect(maxDiff((await naive.scoreTokens(sequences())).map((r) => r.tokenLogProbs), want)).toBeLessThan(SAME_WEIGHTS_TOL);
+      // The prefix path feeds [past | masked gap | padding | new tokens]: positions must skip the gap.
+      const c = findCase('travel', 'injection', 1)!;
+      const { buildContext } = await import('../../src/core/context.js');
+      const { resolveOptions } = await import('../../src/core/options.js');
+      const { buildVariants } = await import('../../src/core/variants.js');
+      const context = buildContext({ messages: c.messages, action: c.action, tools: c.tools } as never, resolveOptions());
+      const variants = buildVariants(context, { toolLeaveOneOut: true });
+      const request = { context, variants, actionText: 'template' as const, withAttention: false };
+      const [a, b] = [await withPositions.score(request), await nopos.score(request)];
+      for (const v of variants) expect(maxDiff([a.logProbs.get(v.id)!], [b.logProbs.get(v.id)!])).toBeLessThan(SAME_WEIGHTS_TOL);
+    },
+    MODEL_TIMEOUT_MS,
+  );
 
   it('names a variant the model lacks and a variant that does not exist', async () => {
     await expect(loadModelFiles(directoryReader(TINY), 'fp16')).rejects.toThrow(ModelLoadError);
