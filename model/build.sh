@@ -39,8 +39,11 @@ $PY model/loo_report.py "$RUN/test-scores.jsonl" --json "$RUN/loo-report.json"
 cp "$RUN/train-log.json" "$RUN/loo-report.json" "$OUT/"
 
 echo "== golden values for the engine and parity tests"
-$PY model/golden_engine.py --run "$RUN" --cases data/test.jsonl
-$PY model/golden.py --run "$RUN" --name "$NAME"
+# The test suite's goldens belong to the embedded model: a build under another NAME (a reproducibility
+# rerun, an experiment) keeps its goldens in its run directory instead of overwriting them.
+if [ "$NAME" = edgearmor-proxy ]; then GOLDEN_DIR=test/fixtures; else GOLDEN_DIR=$RUN; fi
+$PY model/golden_engine.py --run "$RUN" --cases data/test.jsonl --out "$GOLDEN_DIR/engine-golden.json"
+$PY model/golden.py --run "$RUN" --name "$NAME" --out "$GOLDEN_DIR/golden-$NAME.json"
 
 $PY model/manifest.py "$OUT"
 echo "== done in $(( ($(date +%s) - start) / 60 )) minutes: $OUT"
