@@ -26,7 +26,8 @@ import type { ErrorCode, WireError } from './core/errors.js';
 import type { GuardStatus } from './core/guard-api.js';
 import type { GuardOptions } from './core/options.js';
 import type { Verdict } from './core/verdict.js';
-import type { ModelVariant } from './engine/model-files.js';
+import type { ModelManifest, ModelVariant } from './engine/model-files.js';
+import type { RemoteProxyOptions } from './engine/remote-proxy.js';
 
 /** The name of the harness object on the page's `globalThis`. */
 export const HARNESS_GLOBAL = '__edgearmorHarness';
@@ -41,6 +42,12 @@ export interface HarnessStartOptions {
   modelVariant?: ModelVariant;
   /** Guard options (tau, privilegedTools, ...). */
   guard?: GuardOptions;
+  /** Score on a vLLM server instead (it must allow the page's origin); see createGuard. */
+  remoteProxy?: RemoteProxyOptions;
+  /** The manifest the model's files must match, when `modelUrl` has none (hub models). */
+  modelManifest?: ModelManifest;
+  /** Render guard calls with this Jinja chat template instead of the model's. */
+  chatTemplate?: string;
 }
 
 /** A result that crossed from the page: the value, or the error as data. */
@@ -79,6 +86,9 @@ export function installGuardHarness(options: InstallHarnessOptions = {}): GuardH
         modelUrl: start.modelUrl ?? options.defaultModelUrl ?? 'models/edgearmor-proxy/',
         ...(start.backend !== undefined ? { backend: start.backend } : {}),
         ...(start.modelVariant !== undefined ? { modelVariant: start.modelVariant } : {}),
+        ...(start.remoteProxy !== undefined ? { remoteProxy: start.remoteProxy } : {}),
+        ...(start.modelManifest !== undefined ? { modelManifest: start.modelManifest } : {}),
+        ...(start.chatTemplate !== undefined ? { chatTemplate: start.chatTemplate } : {}),
       });
       const g = guard;
       return settle(() => g.ready);

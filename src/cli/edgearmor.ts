@@ -40,7 +40,7 @@ options:
   -h, --help
 
 edgearmor serve-proxy [--port 8000] [--host 127.0.0.1] [--model <dir>] [--variant q4]
-                      [--served-model-name <name>]
+                      [--served-model-name <name>] [--allowed-origin <page origin> ...]
   Serves a model directory over the part of vLLM's API that --remote-proxy uses, so one bigger
   machine can score for many clients. EDGEARMOR_REMOTE_API_KEY, when set, is required from clients.
 
@@ -232,6 +232,7 @@ async function serveProxy(args: string[]): Promise<void> {
       model: { type: 'string' },
       variant: { type: 'string' },
       'served-model-name': { type: 'string' },
+      'allowed-origin': { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -254,6 +255,7 @@ async function serveProxy(args: string[]): Promise<void> {
     port,
     host: values.host ?? '127.0.0.1',
     ...(values['served-model-name'] ? { servedModelName: values['served-model-name'] } : {}),
+    ...(values['allowed-origin'] ? { allowedOrigins: values['allowed-origin'] } : {}),
     ...(apiKey ? { apiKey } : {}),
   });
   process.stderr.write(`edgearmor serve-proxy: ${server.servedModelName} (${variant}) at ${server.url}; Ctrl-C stops it\n`);

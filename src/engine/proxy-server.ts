@@ -24,6 +24,8 @@ export interface ProxyServerOptions {
   host?: string;
   /** Largest request body accepted. @defaultValue 32 MiB */
   maxBodyBytes?: number;
+  /** Page origins allowed to call the server from a browser (CORS), as vLLM's `--allowed-origins`. @defaultValue none */
+  allowedOrigins?: readonly string[];
 }
 
 /** A running proxy server. */
@@ -140,6 +142,16 @@ export async function startProxyServer(options: ProxyServerOptions): Promise<Run
   }
 
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const origin = req.headers['origin'];
+    if (origin !== undefined && options.allowedOrigins?.includes(origin)) {
+      res.setHeader('Access-Control-Allow-Origin', origin);
+      res.setHeader('Vary', 'Origin');
+      if (req.method === 'OPTIONS') {
+        res.writeHead(204, { 'Access-Control-Allow-Methods': 'GET, POST', 'Access-Control-Allow-Headers': 'authorization, content-type', 'Access-Control-Max-Age': '600' });
+        res.end();
+        return;
+      }
+    }
     route(req).then(
       (body) => send(res, 200, body),
       (e: unknown) => {

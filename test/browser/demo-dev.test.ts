@@ -12,6 +12,10 @@ import type { Verdict } from '../../src/core/verdict.js';
 import type { LocalGuard } from '../../src/engine/local-guard.js';
 import { checkInPage, PageGuardError, startGuardPage } from '../../src/testing.js';
 import { findCase } from '../../src/scenarios/index.js';
+import { createEngine } from '../../src/engine/engine.js';
+import { directoryReader } from '../../src/engine/files-node.js';
+import { loadModelFiles } from '../../src/engine/model-files.js';
+import { startProxyServer } from '../../src/engine/proxy-server.js';
 import { CAN_RUN, keepOffline, launchChromium, MODEL_DIR, PAGE_MODEL_URL, startDevServer, watchConsole, type BrowserHandle, type DemoServer } from './browser-helpers.js';
 
 // First page load transforms the worker's dependencies on the dev server (slow on a shared 2-core machine).
@@ -128,6 +132,34 @@ describe.skipIf(!CAN_RUN)('the demo on the Vite dev server in Chromium', () => {
       expect(errors).toEqual([]);
       expect(external).toEqual([]);
       await page.close();
+    },
+    PAGE_LOAD_TIMEOUT_MS,
+  );
+
+  it(
+    'scores on a remote proxy from the page\'s worker (CORS-allowed local vLLM-protocol server): same verdict as Node',
+    async () => {
+      const engine = await createEngine(await loadModelFiles(directoryReader(MODEL_DIR), 'q4'), { backend: 'node' });
+      const proxy = await startProxyServer({ engine, servedModelName: 'proxy', allowedOrigins: [new URL(server.url).origin] });
+      const page = await browser.context.newPage();
+      const errors = watchConsole(page);
+      try {
+        const remoteProxy = { url: proxy.url, model: 'proxy' };
+        const status = await startGuardPage(page, { url: `${server.url}harness.html`, modelUrl: PAGE_MODEL_URL, remoteProxy });
+        expect(status).toMatchObject({ state: 'ready', backend: 'remote', variant: 'remote' });
+        const c = findCase('travel', 'injection', 1)!;
+        const input = { messages: c.messages, action: c.action, tools: c.tools };
+        const verdict = await checkInPage(page, input);
+        expect(verdict.backend).toBe('remote');
+        expect(proxy.requests).toBe(1);
+        expectClose(verdict, await node.check(input));
+        expect(errors).toEqual([]);
+        expect(external).toEqual([]);
+      } finally {
+        await page.close();
+        await proxy.close();
+        await engine.dispose();
+      }
     },
     PAGE_LOAD_TIMEOUT_MS,
   );

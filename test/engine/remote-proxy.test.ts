@@ -191,6 +191,22 @@ describe.skipIf(!existsSync(resolve(MODEL_DIR, 'manifest.json')))('remote proxy 
     expect(verdict.error!.message).toMatch(/could not reach the remote proxy at http:\/\/127\.0\.0\.1:\d+\/v1\/completions/);
   });
 
+  it('lets only the allowed page origins call it from a browser (CORS)', async () => {
+    const open = await startProxyServer({ engine, servedModelName: SERVED, allowedOrigins: ['http://127.0.0.1:5173'] });
+    try {
+      const preflight = (origin: string) =>
+        fetch(`${open.url}/v1/completions`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+      const allowed = await preflight('http://127.0.0.1:5173');
+      expect(allowed.status).toBe(204);
+      expect(allowed.headers.get('access-control-allow-origin')).toBe('http://127.0.0.1:5173');
+      expect(allowed.headers.get('access-control-allow-headers')).toContain('content-type');
+      const other = await fetch(`${open.url}/v1/models`, { headers: { origin: 'http://evil.example' } });
+      expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    } finally {
+      await open.close();
+    }
+  });
+
   it('answers protocol misuse with vLLM-style errors', async () => {
     const post = async (body: unknown) => {
       const res = await fetch(`${server.url}/v1/completions`, { method: 'POST', headers: { authorization: 'Bearer secret' }, body: JSON.stringify(body) });
