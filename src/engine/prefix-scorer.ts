@@ -393,8 +393,17 @@ async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJ
   if (session.inputNames.includes('num_logits_to_keep')) feeds['num_logits_to_keep'] = session.makeInt64(BigInt64Array.of(BigInt(keep)), []);
   if (session.inputNames.includes('num_attention_rows')) feeds['num_attention_rows'] = session.makeInt64(BigInt64Array.of(BigInt(attRows)), []);
   const { numKeyValueHeads: H, headDim: D } = dims;
+  // One row continuing from the whole of its cache (the next chunk of a long row): the cache is the past as is.
+  const only = b === 1 ? rows[0]! : undefined;
+  const wholeCache = only?.past !== undefined && only.past.length === only.pastLength ? only.past : undefined;
   for (let l = 0; l < dims.numLayers; l++) {
     for (const kv of ['key', 'value'] as const) {
+      const name = `past_key_values.${l}.${kv}`;
+      if (wholeCache) {
+        const src = wholeCache.layers[l]![kv];
+        feeds[name] = src instanceof Uint16Array ? session.makeFloat16(src, [1, H, P, D]) : session.makeFloat32(src, [1, H, P, D]);
+        continue;
+      }
       const data = dims.kvType === 'float16' ? new Uint16Array(b * H * P * D) : new Float32Array(b * H * P * D);
       rows.forEach((j, r) => {
         if (j.pastLength === 0) return;
@@ -404,7 +413,7 @@ async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJ
           data.set(src.subarray(h * len * D, (h * len + j.pastLength) * D), ((r * H + h) * P) * D);
         }
       });
-      feeds[`past_key_values.${l}.${kv}`] = data instanceof Uint16Array ? session.makeFloat16(data, [b, H, P, D]) : session.makeFloat32(data, [b, H, P, D]);
+      feeds[name] = data instanceof Uint16Array ? session.makeFloat16(data, [b, H, P, D]) : session.makeFloat32(data, [b, H, P, D]);
     }
   }
   const wantKv = rows.some((j) => j.wantKv);
@@ -432,7 +441,10 @@ async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJ
       for (let k = 0; k < nA; k++) lp[k] = logSoftmaxAt(logitData, (r * K + K - 1 - nA + k) * V, V, j.action[k]!);
       o.tokenLogProbs = lp;
     }
-    if (j.wantKv) {
+    if (j.wantKv && b === 1) {
+      // A single row has no gap and no padding: its present tensors are exactly its cache.
+      o.kv = { length: T, layers: presents };
+    } else if (j.wantKv) {
       const s = j.tokens.length;
       const len = j.pastLength + s;
       o.kv = {
