@@ -9,8 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseGuardInput } from '../core/adapters.js';
 import { EdgeArmorError, InvalidInputError } from '../core/errors.js';
-import { isModelVariant, VARIANT_FILES } from '../engine/model-files.js';
-import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE } from './flags.js';
+import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE, variantFlag } from './flags.js';
 import type { GuardInput } from '../core/types.js';
 import type { ToolPoisoningVerdict } from '../core/tool-poisoning.js';
 import type { Verdict } from '../core/verdict.js';
@@ -242,8 +241,7 @@ async function serveProxy(args: string[]): Promise<void> {
   }
   const port = Number(values.port ?? 8000);
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port: received "${values.port}"; allowed: an integer from 0 to 65535`);
-  const variant = values.variant ?? 'q4';
-  if (!isModelVariant(variant)) fail(`--variant: received "${variant}"; allowed: ${Object.keys(VARIANT_FILES).join(', ')}`);
+  const variant = variantFlag(values.variant);
   const { createEngine } = await import('../engine/engine.js');
   const { directoryReader, embeddedModelDir } = await import('../engine/files-node.js');
   const { loadModelFiles } = await import('../engine/model-files.js');

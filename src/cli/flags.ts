@@ -33,6 +33,13 @@ export function num(value: string | undefined, flag: string): number | undefined
 }
 
 
+/** The --variant flag: a model variant, q4 when absent. */
+export function variantFlag(value: string | undefined): ModelVariant {
+  const variant = value ?? 'q4';
+  if (!isModelVariant(variant)) fail(`--variant: received "${variant}"; allowed: ${Object.keys(VARIANT_FILES).join(', ')}`);
+  return variant;
+}
+
 /** The guard flags shared by check and eval. */
 export const GUARD_FLAGS = {
   model: { type: 'string' },
@@ -66,8 +73,7 @@ export function guardOptionsFrom(values: Partial<Record<keyof typeof GUARD_FLAGS
   remoteProxy?: RemoteProxyOptions;
   chatTemplate?: string;
 } {
-  const variant = values.variant ?? 'q4';
-  if (!isModelVariant(variant)) fail(`--variant: received "${variant}"; allowed: ${Object.keys(VARIANT_FILES).join(', ')}`);
+  const variant = variantFlag(values.variant);
   const flags = {
     tau: num(values.tau, '--tau'),
     rule: values.rule,

@@ -7,7 +7,7 @@ import { homedir } from 'node:os';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { IntegrityError, ModelLoadError } from '../core/errors.js';
-import type { FileReader, ModelManifest } from './model-files.js';
+import { withManifest, type FileReader, type ModelManifest } from './model-files.js';
 
 /** The embedded default model's name. */
 export const EMBEDDED_MODEL_NAME = 'edgearmor-proxy';
@@ -16,6 +16,11 @@ export const EMBEDDED_MODEL_NAME = 'edgearmor-proxy';
 export function embeddedModelDir(): string {
   // src/engine/ and dist/engine/ are both two levels below the package root.
   return resolve(fileURLToPath(new URL('../../public/models/', import.meta.url)), EMBEDDED_MODEL_NAME);
+}
+
+/** Hex SHA-256 of bytes, synchronously (node:crypto). */
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
 }
 
 /** Where Node keeps model files fetched from a URL: $XDG_CACHE_HOME/edgearmor, else ~/.cache/edgearmor. */
@@ -44,7 +49,6 @@ export function urlReader(baseUrl: string, options: UrlReaderOptions = {}): File
   const cacheDir = options.cacheDir === undefined ? defaultCacheDir() : options.cacheDir;
   const doFetch = options.fetch ?? globalThis.fetch;
   let manifest: ModelManifest | undefined = options.manifest;
-  const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
   const fetchBytes = async (path: string): Promise<Uint8Array> => {
     const url = new URL(path, base).href;
     let response: Response;
@@ -56,9 +60,8 @@ export function urlReader(baseUrl: string, options: UrlReaderOptions = {}): File
     if (!response.ok) throw new ModelLoadError(`cannot fetch model file "${path}" from ${url}: HTTP ${response.status}`, { url, file: path, status: response.status });
     return new Uint8Array(await response.arrayBuffer());
   };
-  return async (path) => {
+  const read: FileReader = async (path) => {
     if (path === 'manifest.json') {
-      if (options.manifest) return new TextEncoder().encode(JSON.stringify(options.manifest));
       const bytes = await fetchBytes(path);
       try {
         manifest = JSON.parse(new TextDecoder().decode(bytes)) as ModelManifest;
@@ -82,6 +85,7 @@ export function urlReader(baseUrl: string, options: UrlReaderOptions = {}): File
     }
     return bytes;
   };
+  return options.manifest ? withManifest(read, options.manifest) : read;
 }
 
 /** Reads model files from a local directory. */
@@ -114,9 +118,9 @@ export function gitBlobSha1(bytes: Uint8Array): string {
 }
 
 /** Checks one downloaded file against the hash the hub records for it. */
-function verifyAgainstHub(path: string, bytes: Uint8Array, sha256: string, entry: HubTreeEntry | undefined): void {
+function verifyAgainstHub(path: string, bytes: Uint8Array, contentSha256: string, entry: HubTreeEntry | undefined): void {
   if (!entry) throw new IntegrityError(`"${path}" is not in the hub listing: refusing to pin a file the hub does not record`, { file: path });
-  const [kind, expected, actual] = entry.lfs ? ['sha256', entry.lfs.oid, sha256] : ['git blob sha1', entry.oid, gitBlobSha1(bytes)];
+  const [kind, expected, actual] = entry.lfs ? ['sha256', entry.lfs.oid, contentSha256] : ['git blob sha1', entry.oid, gitBlobSha1(bytes)];
   if (expected === undefined) throw new IntegrityError(`the hub listing has no hash for "${path}"`, { file: path });
   if (expected !== actual) {
     throw new IntegrityError(`"${path}" differs from the hub's record: ${kind} ${actual}, the hub records ${expected}; the download is corrupt or was modified, which may indicate tampering`, {
@@ -140,9 +144,9 @@ export async function buildManifest(dir: string, name?: string, hubTree?: readon
   const hub = hubTree ? new Map(hubTree.map((e) => [e.path, e])) : undefined;
   for (const path of paths) {
     const bytes = new Uint8Array(await readFile(join(dir, path)));
-    const sha256 = createHash('sha256').update(bytes).digest('hex');
-    if (hub) verifyAgainstHub(path, bytes, sha256, hub.get(path));
-    files[path] = { sha256, size: bytes.byteLength };
+    const hash = sha256(bytes);
+    if (hub) verifyAgainstHub(path, bytes, hash, hub.get(path));
+    files[path] = { sha256: hash, size: bytes.byteLength };
   }
   return { files, model: name ?? basename(resolve(dir)), created_by: hubTree ? 'edgearmor manifest --hub-tree' : 'edgearmor manifest' };
 }

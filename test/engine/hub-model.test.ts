@@ -9,7 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidOptionsError, ModelLoadError } from '../../src/core/errors.js';
 import { appendToGraph, exposeAttention } from '../../src/engine/attention-adapter.js';
-import { createEngine, dimsFromConfig, type ProxyEngine } from '../../src/engine/engine.js';
+import { buildContext } from '../../src/core/context.js';
+import { resolveOptions } from '../../src/core/options.js';
+import { buildVariants } from '../../src/core/variants.js';
+import { createEngine, dimsFromConfig, type ProxyEngine, type ScoreRequest } from '../../src/engine/engine.js';
 import { directoryReader } from '../../src/engine/files-node.js';
 import { float16ToFloat32 } from '../../src/engine/float16.js';
 import { loadModelFiles, type ModelVariant } from '../../src/engine/model-files.js';
@@ -38,6 +41,13 @@ function sequences(): ScoreSequence[] {
   let s = 7;
   const next = () => ((s = (s * 1664525 + 1013904223) >>> 0), 16 + (s % (dims.vocabSize - 16)));
   return [40, 90, 17].map((n, i) => ({ context: [0, ...Array.from({ length: n }, next)], action: Array.from({ length: 4 + i }, next) }));
+}
+
+/** The engine request of the demo's travel / injection case: every leave-one-out variant, tool descriptions included. */
+function travelInjectionRequest(): ScoreRequest {
+  const c = findCase('travel', 'injection', 1)!;
+  const context = buildContext({ messages: c.messages, action: c.action, tools: c.tools } as never, resolveOptions());
+  return { context, variants: buildVariants(context, { toolLeaveOneOut: true }), actionText: 'template', withAttention: false };
 }
 
 const maxDiff = (a: Float64Array[], b: Float64Array[]) => Math.max(...a.flatMap((x, i) => Array.from(x, (v, j) => Math.abs(v - b[i]![j]!))));
@@ -97,15 +107,9 @@ describe('hub-layout decoders (onnx-community names, external data, no extension
         expect(maxDiff((await q4f16.scoreTokens(sequences())).map((r) => r.tokenLogProbs), q4)).toBeLessThan(FP16_TOL);
       }
       // A guard call through both paths: the prefix path branches float16 KV caches.
-      const c = findCase('travel', 'injection', 1)!;
-      const { buildContext } = await import('../../src/core/context.js');
-      const { resolveOptions } = await import('../../src/core/options.js');
-      const { buildVariants } = await import('../../src/core/variants.js');
-      const context = buildContext({ messages: c.messages, action: c.action, tools: c.tools } as never, resolveOptions());
-      const variants = buildVariants(context, { toolLeaveOneOut: true });
-      const request = { context, variants, actionText: 'template' as const, withAttention: false };
+      const request = travelInjectionRequest();
       const [a, b] = [await naive.score(request), await prefix.score(request)];
-      for (const v of variants) expect(maxDiff([a.logProbs.get(v.id)!], [b.logProbs.get(v.id)!])).toBeLessThan(FP16_PATHS_TOL);
+      for (const v of request.variants) expect(maxDiff([a.logProbs.get(v.id)!], [b.logProbs.get(v.id)!])).toBeLessThan(FP16_PATHS_TOL);
       expect(b.computedTokens).toBeLessThan(a.computedTokens);
     },
     MODEL_TIMEOUT_MS,
@@ -201,15 +205,9 @@ describe('hub-layout decoders (onnx-community names, external data, no extension
       const want = (await withPositions.scoreTokens(sequences())).map((r) => r.tokenLogProbs);
       expect(maxDiff((await naive.scoreTokens(sequences())).map((r) => r.tokenLogProbs), want)).toBeLessThan(SAME_WEIGHTS_TOL);
       // The prefix path feeds [past | masked gap | padding | new tokens]: positions must skip the gap.
-      const c = findCase('travel', 'injection', 1)!;
-      const { buildContext } = await import('../../src/core/context.js');
-      const { resolveOptions } = await import('../../src/core/options.js');
-      const { buildVariants } = await import('../../src/core/variants.js');
-      const context = buildContext({ messages: c.messages, action: c.action, tools: c.tools } as never, resolveOptions());
-      const variants = buildVariants(context, { toolLeaveOneOut: true });
-      const request = { context, variants, actionText: 'template' as const, withAttention: false };
+      const request = travelInjectionRequest();
       const [a, b] = [await withPositions.score(request), await nopos.score(request)];
-      for (const v of variants) expect(maxDiff([a.logProbs.get(v.id)!], [b.logProbs.get(v.id)!])).toBeLessThan(SAME_WEIGHTS_TOL);
+      for (const v of request.variants) expect(maxDiff([a.logProbs.get(v.id)!], [b.logProbs.get(v.id)!])).toBeLessThan(SAME_WEIGHTS_TOL);
     },
     MODEL_TIMEOUT_MS,
   );
