@@ -13,7 +13,7 @@ import { exposeAttentionCached, type AttentionAdaptation } from './attention-ada
 import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
 import { scoreSequencesShared } from './prefix-scorer.js';
-import { scoreSequences, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
+import { scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
 
 export type { ActionLayout, ContextLayout, TruncationReport } from './call-encoding.js';
@@ -265,16 +265,13 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
     attentionSource: attention ? source : null,
     attentionUnavailable: attention ? null : attentionUnavailable,
   };
-  const maxBatchTokens = options.maxBatchTokens ?? 8192;
   return engineFromParts({
     info,
     tokenizer,
     ...(format ? { format } : {}),
     run: (sequences, signal) => runSequences(session, dims, sequences, options, signal),
-    runTokens: async (sequences, signal) => ({
-      results: await scoreSequences(session, dims, sequences, { maxBatchTokens, ...(signal ? { signal } : {}) }),
-      computedTokens: sequences.reduce((a, s) => a + s.context.length + s.action.length, 0),
-    }),
+    // Raw sequences (baselines, the protocol server) run as given, on the naive path.
+    runTokens: (sequences, signal) => runSequences(session, dims, sequences, { ...options, scoring: 'naive' }, signal),
     dispose: () => session.release(),
   });
 }
@@ -328,7 +325,7 @@ async function runSequences(
   const sig = signal ? { signal } : {};
   if ((options.scoring ?? 'prefix') === 'naive') {
     const results = await scoreSequences(session, dims, sequences, { maxBatchTokens: options.maxBatchTokens ?? 8192, ...sig });
-    return { results, computedTokens: sequences.reduce((a, s) => a + s.context.length + s.action.length, 0) };
+    return { results, computedTokens: totalTokens(sequences) };
   }
   const { results, stats } = await scoreSequencesShared(session, dims, sequences, {
     ...(options.maxBatchBytes !== undefined ? { maxBatchBytes: options.maxBatchBytes } : {}),

@@ -12,7 +12,7 @@ import { InvalidOptionsError, RemoteProxyError } from '../core/errors.js';
 import type { JsonObject } from '../core/types.js';
 import { engineFromParts, maxPositionsFromConfig, proxyTokenizerFor, type ProxyEngine, type SequenceRunner } from './engine.js';
 import type { TokenizerModelFiles } from './model-files.js';
-import type { ScoreResult, ScoreSequence } from './scorer.js';
+import { totalTokens, type ScoreResult, type ScoreSequence } from './scorer.js';
 
 /** Where the remote proxy runs. Structured-cloneable, so it crosses into the worker as is. */
 export interface RemoteProxyOptions {
@@ -177,7 +177,7 @@ export async function createRemoteEngine(files: TokenizerModelFiles, options: Re
       const parsed = parseCompletionResponse(body, prompts);
       batch.forEach((s, i) => results.push({ tokenLogProbs: actionLogProbs(s, parsed[i]!) }));
     }
-    return { results, computedTokens: sequences.reduce((a, s) => a + s.context.length + s.action.length, 0) };
+    return { results, computedTokens: totalTokens(sequences) };
   };
 
   return engineFromParts({

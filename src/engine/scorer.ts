@@ -93,6 +93,11 @@ function argmaxRow(logits: Float32Array, offset: number, vocab: number): { id: n
   return { id, logProb: logSoftmaxAt(logits, offset, vocab, id) };
 }
 
+/** Tokens fed to the model when every sequence runs in full (context and action). */
+export function totalTokens(sequences: readonly ScoreSequence[]): number {
+  return sequences.reduce((a, s) => a + s.context.length + s.action.length, 0);
+}
+
 /** Groups sequence indexes (sorted by length) into micro-batches under the token budget. */
 export function planBatches(lengths: readonly number[], maxBatchTokens: number): number[][] {
   const order = lengths.map((_, i) => i).sort((a, b) => lengths[a]! - lengths[b]!);
