@@ -10,7 +10,6 @@ import { createBrowserReader, type BrowserFileReader } from '../engine/files-bro
 import { createLocalGuard, type LocalGuard, type LocalGuardRuntime } from '../engine/local-guard.js';
 import { withManifest, type FileReader } from '../engine/model-files.js';
 import type { Backend } from '../engine/ort-session.js';
-import { validateRemoteProxyOptions } from '../engine/remote-proxy.js';
 import { settle, type BackendPreference, type GuardWorkerApi, type WireResult, type WorkerInitOptions } from './protocol.js';
 
 /** Seams for tests and other hosts; the defaults build the real engine. */
@@ -130,7 +129,7 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
           ...(init.wasmThreads !== undefined ? { wasmThreads: init.wasmThreads } : {}),
           ...(init.wasmPaths !== undefined ? { wasmPaths: init.wasmPaths } : {}),
           ...(init.maxBatchTokens !== undefined ? { maxBatchTokens: init.maxBatchTokens } : {}),
-          ...(init.remoteProxy !== undefined ? { remote: validateRemoteProxyOptions(init.remoteProxy) } : {}),
+          ...(init.remoteProxy !== undefined ? { remote: init.remoteProxy } : {}),
           ...(init.chatTemplate !== undefined ? { chatTemplate: init.chatTemplate } : {}),
         });
         try {
