@@ -10,10 +10,12 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
 import { build, createServer, preview, type Plugin } from 'vite';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../chromium.config.js';
 import { staticDir } from '../../vite.config.js';
 
+export { CHROMIUM_ARGS, CHROMIUM_PATH };
+
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const CHROMIUM_PATH = process.env['EDGEARMOR_CHROMIUM'] ?? '/usr/bin/chromium';
 const CONFIG_FILE = resolve(ROOT, 'vite.config.ts');
 
 const EMBEDDED_DIR = resolve(ROOT, 'public/models/edgearmor-proxy');
@@ -26,17 +28,6 @@ export const MODEL_DIR = HAS_REAL_MODEL ? EMBEDDED_DIR : DEV_DIR;
 export const PAGE_MODEL_URL = HAS_REAL_MODEL ? 'models/edgearmor-proxy/' : '/dev-model/';
 /** Whether the browser tests can run here at all. */
 export const CAN_RUN = existsSync(CHROMIUM_PATH) && existsSync(join(MODEL_DIR, 'manifest.json'));
-
-/** SETUP.md's launch flags: no background traffic into the closed network; WebGPU on the software adapter. */
-export const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-  '--enable-unsafe-webgpu',
-];
 
 /** A persistent Chromium context in a fresh profile directory. */
 export interface BrowserHandle {
