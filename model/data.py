@@ -12,16 +12,20 @@ import random
 from dataclasses import dataclass
 
 from bpe import Tokenizer
-from chat_format import segments
+from chat_format import call_json, segments
 
 CONTEXT_WEIGHT = 0.25
 REDACTION_TEXT = "[Reasoning redacted]"
+# Per-token weight of the unlikelihood term on a request counterfactual's action values.
+UNLIKELY_WEIGHT = 1.0
 
 
 @dataclass
 class Example:
     ids: list[int]
     weights: list[float]
+    # Unlikelihood weights: train -log(1 - p) on these tokens (request counterfactuals), else None.
+    unlikely: list[float] | None = None
 
 
 def load_jsonl(path: str, limit: int | None = None) -> list[dict]:
@@ -90,12 +94,78 @@ def encode_case(tok: Tokenizer, case: dict, max_len: int, rng: random.Random, wi
         enc[i][1][k] = ids[: keep // 2] + ids[len(ids) - (keep - keep // 2):]
     ids = [tok.special["<|bos|>"]]
     weights = [0.0]
+    if case.get("unlikely_action"):
+        # A request counterfactual trains only that its action is unlikely: nothing else is new.
+        for _, parts, _ in enc:
+            for p in parts:
+                ids += p
+        weights = [0.0] * len(ids)
+        action = case["action"]
+        text = call_json(action["name"], action.get("arguments", {}))
+        marks = value_token_marks(tok, text)
+        unlikely = [0.0] * len(ids)
+        # The action group ends <|call|> json <|end|>: its JSON tokens are the last len(marks) + 1 ids.
+        start = len(ids) - 1 - len(marks)
+        unlikely[start:start + len(marks)] = [UNLIKELY_WEIGHT * m for m in marks]
+        return Example(ids, weights, unlikely)
     for role, parts, _ in enc:
         w = 1.0 if role in ("assistant", "action") else CONTEXT_WEIGHT
         for p in parts:
             ids += p
             weights += [w] * len(p)
     return Example(ids, weights)
+
+
+def value_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the values in a JSON text (strings, numbers, literals that are not keys)."""
+    spans, stack, i, prev = [], [], 0, ""
+    while i < len(text):
+        c = text[i]
+        if c in " \t\n\r":
+            i += 1
+            continue
+        if c in "{[":
+            stack.append(c)
+        elif c in "}]":
+            stack.pop()
+        if c in "{[}],:":
+            prev = c
+            i += 1
+            continue
+        # A scalar: a key when it sits in an object after '{' or ','; a value otherwise.
+        is_key = bool(stack) and stack[-1] == "{" and prev in "{,"
+        j = i
+        if c == '"':
+            j += 1
+            while text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            j += 1
+        else:
+            while j < len(text) and text[j] not in ",}] \t\n\r":
+                j += 1
+        if not is_key:
+            spans.append((i, j))
+        prev = "v"
+        i = j
+    return spans
+
+
+def value_token_marks(tok: Tokenizer, text: str) -> list[int]:
+    """1 for each token of `text` that overlaps a JSON value (the tool name, argument values), 0
+    for structure and keys, which any call has and an unlikelihood target should not push down."""
+    ids = tok.encode_text(text)
+    data = text.encode("utf-8")
+    covered = bytearray(len(data))
+    for a, b in value_spans(text):
+        ba, bb = len(text[:a].encode("utf-8")), len(text[:b].encode("utf-8"))
+        for k in range(ba, bb):
+            covered[k] = 1 if data[k] not in b'"' else 0
+    marks, pos = [], 0
+    for t in ids:
+        n = tok.token_byte_length(t)
+        marks.append(1 if any(covered[pos:pos + n]) else 0)
+        pos += n
+    return marks
 
 
 def _values(v) -> list[str]:
@@ -135,6 +205,42 @@ def counterfactuals(case: dict) -> list[dict]:
             if not any(len(v) >= 3 and v in removed for v in _values(intended.get("arguments", {}))):
                 out.append(dict(case, messages=msgs[:i] + msgs[i + 1:], action=intended))
     return out
+
+
+def request_counterfactual(case: dict) -> dict | None:
+    """The user's turns removed from a call the user drove, with that call marked unlikely.
+
+    Leave-one-out reads a benign call's dependence on the request (dU) against its dependence on a
+    tool result (dS). A benign call that copies values from a result always depends on the result;
+    it passes only if it depends on the request more. An agent with no request has nothing to act
+    on, so it would not make the user's call: these copies say so, token by token, on the values the
+    call chose (the tool name and argument values), with an unlikelihood loss. Together with the
+    followed-attack copies (the call stays without the request) they teach what drives a call.
+    Generator cases whose driver is the user qualify, and every call of an AgentDojo run with no
+    attack (trace_request_counterfactual).
+    """
+    if (case.get("driver") or {}).get("kind") != "user" or not case.get("action"):
+        return None
+    msgs = [m for m in case["messages"] if m["role"] != "user"]
+    return dict(case, messages=msgs, unlikely_action=True)
+
+
+def trace_request_counterfactual(trace: dict, rng: random.Random) -> dict | None:
+    """A request counterfactual from an AgentDojo run with no attack: one of its calls after the
+    first tool result, with the context before it and no user turns."""
+    if trace.get("injection_task") is not None:
+        return None
+    msgs = trace["messages"]
+    first_tool = next((i for i, m in enumerate(msgs) if m["role"] == "tool"), None)
+    if first_tool is None:
+        return None
+    steps = [i for i, m in enumerate(msgs) if i > first_tool and m["role"] == "assistant" and m.get("tool_calls")]
+    if not steps:
+        return None
+    k = rng.choice(steps)
+    call = rng.choice(msgs[k]["tool_calls"])
+    return {"messages": [m for m in msgs[:k] if m["role"] != "user"], "tools": trace.get("tools"),
+            "action": {"name": call["name"], "arguments": call.get("arguments", {})}, "unlikely_action": True}
 
 
 def trace_texts(case: dict) -> list[str]:

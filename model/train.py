@@ -20,7 +20,9 @@ import torch
 import torch.nn.functional as F
 
 import bpe
-from data import counterfactuals, encode_case, load_jsonl, trace_texts
+from data import (counterfactuals, encode_case, load_jsonl, request_counterfactual, trace_request_counterfactual,
+                  trace_texts)
+from export_onnx import load
 from proxy_model import ProxyConfig, ProxyLM
 
 
@@ -46,25 +48,36 @@ def collate(examples, idx, pad_id: int, device: str = "cpu"):
     n = max(len(examples[i].ids) for i in idx)
     ids = torch.full((len(idx), n), pad_id, dtype=torch.long)
     w = torch.zeros((len(idx), n))
+    u = torch.zeros((len(idx), n))
     am = torch.zeros((len(idx), n), dtype=torch.long)
     for r, i in enumerate(idx):
         e = examples[i]
         ids[r, : len(e.ids)] = torch.tensor(e.ids)
         w[r, : len(e.ids)] = torch.tensor(e.weights)
+        if e.unlikely is not None:
+            u[r, : len(e.ids)] = torch.tensor(e.unlikely)
         am[r, : len(e.ids)] = 1
     pos = torch.arange(n).unsqueeze(0).expand(len(idx), -1)
     if device == "cpu":
-        return ids, am, pos, w
-    return tuple(t.to(device, non_blocking=True) for t in (ids, am, pos, w))
+        return ids, am, pos, w, u
+    return tuple(t.to(device, non_blocking=True) for t in (ids, am, pos, w, u))
 
 
-def loss_of(model, ids, am, pos, w):
+def loss_of(model, ids, am, pos, w, u=None):
+    """Weighted next-token NLL, plus the unlikelihood -log(1 - p) on tokens u weighs (request
+    counterfactuals), both averaged over the weight they carry together."""
     logits, _, _ = model(ids, am, pos)
     logits = logits.float()
-    nll = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none")
-    nll = nll.view(ids.shape[0], -1)
+    logp = F.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    nll = -logp
     tw = w[:, 1:]
-    return (nll * tw).sum() / tw.sum().clamp(min=1e-9), nll, tw
+    total, weight = (nll * tw).sum(), tw.sum()
+    if u is not None and bool((u > 0).any()):
+        uw = u[:, 1:]
+        # log(1 - p), with p kept below 1 - 1e-4 so a confident token costs at most ~9.2 nats.
+        ul = -torch.log1p(-logp.clamp(max=math.log1p(-1e-4)).exp())
+        total, weight = total + (ul * uw).sum(), weight + uw.sum()
+    return total / weight.clamp(min=1e-9), nll, tw
 
 
 @torch.no_grad()
@@ -72,7 +85,7 @@ def evaluate(model, examples, pad_id, max_tokens, device="cpu", amp=None):
     model.eval()
     tot = tot_w = act = act_n = 0.0
     for idx in batches(examples, max_tokens, random.Random(0)):
-        ids, am, pos, w = collate(examples, idx, pad_id, device)
+        ids, am, pos, w, _ = collate(examples, idx, pad_id, device)
         with amp_context(device, amp):
             _, nll, tw = loss_of(model, ids, am, pos, w)
         mask = am[:, 1:].float()
@@ -126,6 +139,11 @@ def main():
     ap.add_argument("--eval-every", type=int, default=0, help="validate every N steps and keep the best weights")
     ap.add_argument("--counterfactuals", type=float, default=0.0,
                     help="probability of adding each ablated copy of a followed-attack case (data.counterfactuals)")
+    ap.add_argument("--request-counterfactuals", type=float, default=0.0,
+                    help="probability of adding a request counterfactual of each user-driven generator case and "
+                         "each AgentDojo run with no attack (data.request_counterfactual)")
+    ap.add_argument("--init", default=None,
+                    help="start from this run directory's weights, config and tokenizer (fine-tuning)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -142,6 +160,8 @@ def main():
     print(f"data: {len(gen_train)} generator train, {len(gen_val)} validation, {len(trace_train)} traces "
           f"(+{len(trace_val)} held out)", flush=True)
 
+    if args.init:
+        args.tokenizer = args.init
     if args.tokenizer:
         tok = bpe.Tokenizer.load(f"{args.tokenizer}/tokenizer.json")
         tok.save(args.out, args.max_len)
@@ -170,13 +190,20 @@ def main():
 
     # Counterfactual copies are scored with the reasoning masked, as the guard scores them.
     cf = [x for c in gen_train for x in counterfactuals(c) if rng.random() < args.counterfactuals]
+    rq = []
+    if args.request_counterfactuals > 0:  # its own draws: the default recipe's data stays as it was
+        rq_rng = random.Random(args.seed + 1)
+        rq = [x for x in [request_counterfactual(c) for c in gen_train]
+              + [trace_request_counterfactual(t, rq_rng) for t in trace_train]
+              if x is not None and rq_rng.random() < args.request_counterfactuals]
     # Most sequences carry their tool list (the guard renders it when the input has one); some go
     # without, as callers that pass no tools do.
-    train_ex = enc(gen_train, 1.0, 0.15) + enc(trace_train, 0.8, 0.15) + enc(cf, 1.0, 1.0)
+    train_ex = enc(gen_train, 1.0, 0.15) + enc(trace_train, 0.8, 0.15) + enc(cf + rq, 1.0, 1.0)
     val_gen = enc(gen_val, 1.0, 0.0)
     val_traces = enc(trace_val, 0.8, 0.0)
     n_tok = sum(len(e.ids) for e in train_ex)
-    print(f"encoded: {len(train_ex)} sequences ({len(cf)} counterfactual), {n_tok} tokens, "
+    print(f"encoded: {len(train_ex)} sequences ({len(cf)} counterfactual, {len(rq)} request counterfactual), "
+          f"{n_tok} tokens, "
           f"in {time.time() - t0:.0f}s", flush=True)
 
     cfg = ProxyConfig(vocab_size=len(vocab), hidden_size=args.hidden, intermediate_size=args.ffn,
@@ -184,7 +211,13 @@ def main():
                       num_key_value_heads=args.heads, max_position_embeddings=args.max_len,
                       bos_token_id=tok.special["<|bos|>"], eos_token_id=tok.special["<|eos|>"],
                       pad_token_id=tok.special["<|pad|>"])
-    model = ProxyLM(cfg).to(args.device)
+    if args.init:
+        cfg = load(args.init).cfg
+    model = ProxyLM(cfg)
+    if args.init:
+        model.load_state_dict(torch.load(f"{args.init}/model.pt", map_location="cpu"))
+        print(f"init: weights from {args.init}", flush=True)
+    model = model.to(args.device)
     model.fused_attention = args.device != "cpu" and hasattr(F, "scaled_dot_product_attention")
     amp = torch.bfloat16 if args.bf16 else None
     n_params = sum(p.numel() for p in model.parameters())
@@ -225,9 +258,9 @@ def main():
                 break
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
-            ids, am, pos, w = collate(train_ex, idx, cfg.pad_token_id, args.device)
+            ids, am, pos, w, u = collate(train_ex, idx, cfg.pad_token_id, args.device)
             with amp_context(args.device, amp):
-                loss, _, _ = loss_of(model, ids, am, pos, w)
+                loss, _, _ = loss_of(model, ids, am, pos, w, u)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
