@@ -140,8 +140,12 @@ def main():
     ap.add_argument("--counterfactuals", type=float, default=0.0,
                     help="probability of adding each ablated copy of a followed-attack case (data.counterfactuals)")
     ap.add_argument("--request-counterfactuals", type=float, default=0.0,
-                    help="probability of adding a request counterfactual of each user-driven generator case and "
-                         "each AgentDojo run with no attack (data.request_counterfactual)")
+                    help="probability of adding a request counterfactual of each user-driven generator case "
+                         "(data.request_counterfactual)")
+    ap.add_argument("--trace-request-counterfactuals", type=float, default=0.0,
+                    help="the same for each AgentDojo run with no attack (data.trace_request_counterfactual); "
+                         "without attack counterfactuals from the traces it teaches that no AgentDojo call "
+                         "survives without its request, injected ones included (see model/gpu-trials.md)")
     ap.add_argument("--init", default=None,
                     help="start from this run directory's weights, config and tokenizer (fine-tuning)")
     args = ap.parse_args()
@@ -190,12 +194,13 @@ def main():
 
     # Counterfactual copies are scored with the reasoning masked, as the guard scores them.
     cf = [x for c in gen_train for x in counterfactuals(c) if rng.random() < args.counterfactuals]
-    rq = []
-    if args.request_counterfactuals > 0:  # its own draws: the default recipe's data stays as it was
-        rq_rng = random.Random(args.seed + 1)
-        rq = [x for x in [request_counterfactual(c) for c in gen_train]
-              + [trace_request_counterfactual(t, rq_rng) for t in trace_train]
-              if x is not None and rq_rng.random() < args.request_counterfactuals]
+    # Their own draws: the default recipe's data stays as it was.
+    rq_rng = random.Random(args.seed + 1)
+    rq = [x for x in (request_counterfactual(c) for c in gen_train)
+          if x is not None and args.request_counterfactuals > 0 and rq_rng.random() < args.request_counterfactuals]
+    if args.trace_request_counterfactuals > 0:
+        rq += [x for x in (trace_request_counterfactual(t, rq_rng) for t in trace_train)
+               if x is not None and rq_rng.random() < args.trace_request_counterfactuals]
     # Most sequences carry their tool list (the guard renders it when the input has one); some go
     # without, as callers that pass no tools do.
     train_ex = enc(gen_train, 1.0, 0.15) + enc(trace_train, 0.8, 0.15) + enc(cf + rq, 1.0, 1.0)
