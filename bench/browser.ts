@@ -126,7 +126,14 @@ export async function runInChromium(request: BrowserBenchRequest & { modelDir: s
     plugins: [{ name: 'bench-model', configureServer: (s) => void s.middlewares.use(staticDir('/bench-model/', resolve(modelDir))) }],
   });
   await server.listen();
-  const url = server.resolvedUrls?.local[0];
+  try {
+    return await measureInChromium(server.resolvedUrls?.local[0], pageRequest, log);
+  } finally {
+    await server.close();
+  }
+}
+
+async function measureInChromium(url: string | undefined, pageRequest: BrowserBenchRequest, log: ((line: string) => void) | undefined): Promise<BrowserBenchResult> {
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS });
   const probe = chromiumMemoryProbe(pageRequest.backend);
   // A fresh context (and so renderer process) per page: the memory pages must not share a wasm heap.
@@ -168,6 +175,5 @@ export async function runInChromium(request: BrowserBenchRequest & { modelDir: s
     return { results, browser: `Chromium ${browser.version()} (${out.userAgent})`, adapter: out.adapter };
   } finally {
     await browser.close();
-    await server.close();
   }
 }
