@@ -161,14 +161,22 @@ export async function timed(reps: number, fn: () => Promise<unknown>): Promise<n
   return ts;
 }
 
-/** The backend's matmul throughput (GFLOP/s) on the model's own MLP shape [m, d] x [d, ffn], from a session of bench/make_bench_model.py's matmul.onnx. */
-export async function matmulPeakGflops(session: OrtSession, dims: ModelDims, m: number): Promise<number> {
-  const d = dims.hiddenSize!;
-  const f = dims.intermediateSize!;
-  const x = session.makeFloat32(new Float32Array(m * d).map((_, i) => ((i % 13) - 6) / 13), [m, d]);
-  await session.run({ x });
-  const ts = await timed(10, () => session.run({ x }));
-  return (2 * m * d * f) / (Math.min(...ts) / 1000) / 1e9;
+/**
+ * The backend's matmul throughput (GFLOP/s) on the model's own MLP shape [m, d] x [d, ffn], on a session
+ * `open` creates of bench/make_bench_model.py's matmul.onnx (released afterwards).
+ */
+export async function matmulPeakGflops(open: () => Promise<OrtSession>, dims: ModelDims, m: number): Promise<number> {
+  const session = await open();
+  try {
+    const d = dims.hiddenSize!;
+    const f = dims.intermediateSize!;
+    const x = session.makeFloat32(new Float32Array(m * d).map((_, i) => ((i % 13) - 6) / 13), [m, d]);
+    await session.run({ x });
+    const ts = await timed(10, () => session.run({ x }));
+    return (2 * m * d * f) / (Math.min(...ts) / 1000) / 1e9;
+  } finally {
+    await session.release();
+  }
 }
 
 /** FLOPs as the issue counts them: 2 x non-embedding params x tokens + 4 x layers x d x keys per token + lm_head rows. */

@@ -96,14 +96,7 @@ async function child(name: NodeBackendName, quick: boolean, args: readonly strin
   const bs: BenchSession = {
     name: name === 'node' ? 'onnxruntime-node' : `onnxruntime-web wasm ${threads} thread(s)`,
     create: () => open(model),
-    async matmulPeakGflops(m) {
-      const s = await open(readFileSync(`${MODEL_DIR}onnx/matmul.onnx`));
-      try {
-        return await matmulPeakGflops(s, dims, m);
-      } finally {
-        await s.release();
-      }
-    },
+    matmulPeakGflops: (m) => matmulPeakGflops(() => open(readFileSync(`${MODEL_DIR}onnx/matmul.onnx`)), dims, m),
     memoryDelta: rssDelta,
   };
   const specs = specsFor(backend, quick, args);
@@ -118,7 +111,6 @@ async function child(name: NodeBackendName, quick: boolean, args: readonly strin
   process.stdout.write(`${JSON.stringify({ tokenizer: tok ? TOKENIZED : SYNTHETIC, results: out })}\n`);
 }
 
-/** Runs a Chromium backend in this process: the cases are built here and scored in the page. */
 /** What one backend measured (browser backends also name the browser and, on WebGPU, the adapter). */
 interface BackendRun {
   tokenizer: string;
@@ -127,6 +119,7 @@ interface BackendRun {
   adapter?: string | null;
 }
 
+/** Runs a Chromium backend in this process: the cases are built here and scored in the page. */
 async function browserBackend(name: BrowserBackendName, quick: boolean, args: readonly string[]): Promise<BackendRun> {
   const { backend, threads } = BROWSER_BACKENDS[name];
   const dims = benchDims();

@@ -4,6 +4,7 @@
  * onnxruntime-web (wasm or WebGPU). Model files come from this server under /bench-model/.
  */
 import { createOrtSession, type OrtSession } from '../../src/engine/ort-session.js';
+import { presentOutputNames } from '../../src/engine/scorer.js';
 import { benchCase, matmulPeakGflops, PATHS, type BenchSession, type CaseResult } from '../cases.js';
 import type { BrowserBenchRequest, BrowserMemoryRequest } from '../browser.js';
 
@@ -20,7 +21,7 @@ function opener(req: Pick<BrowserBenchRequest, 'backend' | 'threads' | 'dims'>):
       wasmPaths: '/ort/',
       ...(req.threads !== undefined ? { wasmThreads: req.threads } : {}),
       // As the engine does: on WebGPU the KV cache stays in GPU buffers.
-      gpuBufferOutputs: Array.from({ length: req.dims.numLayers }, (_, l) => [`present.${l}.key`, `present.${l}.value`]).flat(),
+      gpuBufferOutputs: presentOutputNames(req.dims),
     });
 }
 
@@ -30,14 +31,13 @@ function opener(req: Pick<BrowserBenchRequest, 'backend' | 'threads' | 'dims'>):
  */
 async function memory(req: BrowserMemoryRequest): Promise<number> {
   const session = await opener(req)(await fetchBytes('/bench-model/onnx/model.onnx'));
+  let mib = Number.NaN;
   await window.edgearmorBenchMemoryStart!();
   try {
     await PATHS[req.path](session, req.dims, req.sequences);
-  } catch (error) {
-    await window.edgearmorBenchMemoryStop!(); // stops the sampler; the error is what counts
-    throw error;
+  } finally {
+    mib = await window.edgearmorBenchMemoryStop!();
   }
-  const mib = await window.edgearmorBenchMemoryStop!();
   await session.release();
   return mib;
 }
@@ -50,14 +50,7 @@ async function run(req: BrowserBenchRequest): Promise<{ results: CaseResult[]; u
   const bs: BenchSession = {
     name,
     create: (): Promise<OrtSession> => open(model),
-    async matmulPeakGflops(m) {
-      const s = await open(matmul);
-      try {
-        return await matmulPeakGflops(s, dims, m);
-      } finally {
-        await s.release();
-      }
-    },
+    matmulPeakGflops: (m) => matmulPeakGflops(() => open(matmul), dims, m),
     // No memoryDelta: onnxruntime-web's wasm heap never shrinks, so paths sharing a page would hide each
     // other's peaks; the harness measures each path's memory in a fresh page instead (memory below).
   };

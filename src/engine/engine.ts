@@ -13,7 +13,7 @@ import { exposeAttentionCached, type AttentionAdaptation } from './attention-ada
 import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
 import { scoreSequencesShared } from './prefix-scorer.js';
-import { scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
+import { presentOutputNames, scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
 
 export type { ActionLayout, ContextLayout, TruncationReport } from './call-encoding.js';
@@ -226,7 +226,7 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
         externalData: files.externalData,
         ...(options.wasmThreads !== undefined ? { wasmThreads: options.wasmThreads } : {}),
         ...(options.wasmPaths !== undefined ? { wasmPaths: options.wasmPaths } : {}),
-        gpuBufferOutputs: Array.from({ length: dims.numLayers }, (_, l) => [`present.${l}.key`, `present.${l}.value`]).flat(),
+        gpuBufferOutputs: presentOutputNames(dims),
       });
     } catch (e) {
       throw new ModelLoadError(`could not create an onnxruntime session on backend "${options.backend}": ${(e as Error).message}`, {

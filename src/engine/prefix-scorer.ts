@@ -19,7 +19,7 @@
 import type { Tensor } from 'onnxruntime-web';
 import { float16Bits } from './float16.js';
 import type { OrtSession } from './ort-session.js';
-import { floatValues, logSoftmaxAt, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
+import { floatValues, logSoftmaxAt, presentOutputNames, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 
 /** Options for {@link scoreSequencesShared}. */
 export interface PrefixScoreOptions {
@@ -417,8 +417,7 @@ async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJ
     }
   }
   const wantKv = rows.some((j) => j.wantKv);
-  const fetches = ['logits'];
-  if (wantKv) for (let l = 0; l < dims.numLayers; l++) fetches.push(`present.${l}.key`, `present.${l}.value`);
+  const fetches = ['logits', ...(wantKv ? presentOutputNames(dims) : [])];
   if (attRows > 0) for (let l = 0; l < dims.numLayers; l++) fetches.push(`attentions.${l}`);
   const out = await session.run(feeds, fetches);
   stats.forwardPasses += 1;

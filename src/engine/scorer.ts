@@ -93,6 +93,11 @@ function argmaxRow(logits: Float32Array, offset: number, vocab: number): { id: n
   return { id, logProb: logSoftmaxAt(logits, offset, vocab, id) };
 }
 
+/** The model's KV-cache outputs, `present.N.key` and `present.N.value` for every layer. */
+export function presentOutputNames(dims: Pick<ModelDims, 'numLayers'>): string[] {
+  return Array.from({ length: dims.numLayers }, (_, l) => [`present.${l}.key`, `present.${l}.value`]).flat();
+}
+
 /** Tokens fed to the model when every sequence runs in full (context and action). */
 export function totalTokens(sequences: readonly ScoreSequence[]): number {
   return sequences.reduce((a, s) => a + s.context.length + s.action.length, 0);
