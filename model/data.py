@@ -92,28 +92,22 @@ def encode_case(tok: Tokenizer, case: dict, max_len: int, rng: random.Random, wi
         ids = enc[i][1][k]
         keep = len(ids) - over
         enc[i][1][k] = ids[: keep // 2] + ids[len(ids) - (keep - keep // 2):]
+    # A request counterfactual trains only that its action is unlikely: nothing else in it is new.
+    unlikely_action = bool(case.get("unlikely_action"))
     ids = [tok.special["<|bos|>"]]
     weights = [0.0]
-    if case.get("unlikely_action"):
-        # A request counterfactual trains only that its action is unlikely: nothing else is new.
-        for _, parts, _ in enc:
-            for p in parts:
-                ids += p
-        weights = [0.0] * len(ids)
-        action = case["action"]
-        text = call_json(action["name"], action.get("arguments", {}))
-        marks = value_token_marks(tok, text)
-        unlikely = [0.0] * len(ids)
-        # The action group ends <|call|> json <|end|>: its JSON tokens are the last len(marks) + 1 ids.
-        start = len(ids) - 1 - len(marks)
-        unlikely[start:start + len(marks)] = [UNLIKELY_WEIGHT * m for m in marks]
-        return Example(ids, weights, unlikely)
     for role, parts, _ in enc:
-        w = 1.0 if role in ("assistant", "action") else CONTEXT_WEIGHT
+        w = 0.0 if unlikely_action else 1.0 if role in ("assistant", "action") else CONTEXT_WEIGHT
         for p in parts:
             ids += p
             weights += [w] * len(p)
-    return Example(ids, weights)
+    if not unlikely_action:
+        return Example(ids, weights)
+    action = case["action"]
+    marks = value_token_marks(tok, call_json(action["name"], action.get("arguments", {})))
+    # The action group ends <|call|> json <|end|>: its JSON tokens are the len(marks) ids before the last.
+    unlikely = [0.0] * (len(ids) - 1 - len(marks)) + [UNLIKELY_WEIGHT * m for m in marks] + [0.0]
+    return Example(ids, weights, unlikely)
 
 
 def value_spans(text: str) -> list[tuple[int, int]]:
@@ -159,7 +153,7 @@ def value_token_marks(tok: Tokenizer, text: str) -> list[int]:
     for a, b in value_spans(text):
         ba, bb = len(text[:a].encode("utf-8")), len(text[:b].encode("utf-8"))
         for k in range(ba, bb):
-            covered[k] = 1 if data[k] not in b'"' else 0
+            covered[k] = data[k] != ord('"')
     marks, pos = [], 0
     for t in ids:
         n = tok.token_byte_length(t)

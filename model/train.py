@@ -217,11 +217,11 @@ def main():
                       bos_token_id=tok.special["<|bos|>"], eos_token_id=tok.special["<|eos|>"],
                       pad_token_id=tok.special["<|pad|>"])
     if args.init:
-        cfg = load(args.init).cfg
-    model = ProxyLM(cfg)
-    if args.init:
-        model.load_state_dict(torch.load(f"{args.init}/model.pt", map_location="cpu"))
+        model = load(args.init).train()
+        cfg = model.cfg
         print(f"init: weights from {args.init}", flush=True)
+    else:
+        model = ProxyLM(cfg)
     model = model.to(args.device)
     model.fused_attention = args.device != "cpu" and hasattr(F, "scaled_dot_product_attention")
     amp = torch.bfloat16 if args.bf16 else None
