@@ -1,56 +1,66 @@
 #!/usr/bin/env bash
-# Trains the embedded proxy's architecture on one GPU (torch 2, bf16 autocast) and scores
-# leave-one-out on the validation and test splits there. The CPU recipe (build.sh) stays the
-# reproducible default; this is how the committed GPU-trained weights were made.
+# Trains the embedded proxy's architecture on one GPU (torch 2, bf16 autocast), several runs at once,
+# and scores leave-one-out there on the choice sets: the generator's validation split and AgentDojo
+# guard cases cut from held-out training runs (model/agentdojo.py). The CPU recipe (build.sh) stays
+# the reproducible default; model/gpu-trials.md records what each GPU session ran and found.
 #
-#   DATA=.gpu bash model/gpu-train.sh [cf-rate ...]     one run per counterfactual rate, concurrently
+#   DATA=.gpu bash model/gpu-train.sh "name train-args..." ["name train-args..." ...]
+#
+# e.g. DATA=.gpu bash model/gpu-train.sh "cf0.5 --counterfactuals 0.5 --seed 1"
 #
 # DATA holds train.jsonl.xz (generator train split, 60,000 cases, seed 1), validation.jsonl.xz,
-# test.jsonl.xz and traces.jsonl.xz (the AgentDojo training traces). Results land in
-# model/runs/gpu-cf<rate>/ and, tarred in 15 MB parts, in $OUT when set.
+# traces.jsonl.xz (the AgentDojo training traces) and, when a run holds traces out, adv-val.jsonl.xz
+# (python3 model/agentdojo.py --out $DATA/adv-val.jsonl.xz). Runs land in model/runs/gpu-<name>/ and,
+# with $OUT set, their weights (fp16, to fit the transfer) and scores in $OUT/runs.tar.xz.part-*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${DATA:-.gpu}
-MINUTES=${MINUTES:-5.5}
+MINUTES=${MINUTES:-5}
 DEVICE=${DEVICE:-cuda}
-EXTRA=${EXTRA:-}
-SCORE_EXTRA=${SCORE_EXTRA:-}
-RATES=("${@:-0.5}")
 export PYTHONUNBUFFERED=1
+[ $# -gt 0 ] || { echo "usage: gpu-train.sh \"name train-args...\" ..." >&2; exit 2; }
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))" || true
+names=()
 pids=()
-for cf in "${RATES[@]}"; do
-  run=model/runs/gpu-cf$cf
+for spec in "$@"; do
+  read -r name args <<<"$spec"
+  run=model/runs/gpu-$name
   mkdir -p "$run"
-  python3 model/train.py --device "$DEVICE" --bf16 --workers $((16 / ${#RATES[@]})) --threads 2 \
+  names+=("$name")
+  # shellcheck disable=SC2086 # the run's arguments are words
+  python3 model/train.py --device "$DEVICE" --bf16 --workers $((16 / $#)) --threads 2 \
     --train "$DATA/train.jsonl.xz" --validation "$DATA/validation.jsonl.xz" --traces "$DATA/traces.jsonl.xz" \
-    --tokenizer public/models/edgearmor-proxy --out "$run" --counterfactuals "$cf" \
-    --steps 100000 --warmup 150 --time-schedule --max-minutes "$MINUTES" --batch-tokens 65536 --lr 3e-3 --eval-every 200 $EXTRA \
-    > "$run/train.out" 2>&1 &
+    --tokenizer public/models/edgearmor-proxy --out "$run" \
+    --steps 100000 --warmup 150 --time-schedule --max-minutes "$MINUTES" --batch-tokens 65536 --lr 3e-3 \
+    --eval-every 200 $args > "$run/train.out" 2>&1 &
   pids+=($!)
 done
-for p in "${pids[@]}"; do wait "$p" || { tail -30 model/runs/gpu-cf*/train.out; exit 1; }; done
-if [ -n "${OUT:-}" ]; then  # the weights first, so a slow scoring step cannot lose them
-  tar cf - model/runs/gpu-cf* | xz -1 -T16 | split -b 15M - "$OUT/runs.tar.xz.part-"
-fi
+for p in "${pids[@]}"; do wait "$p" || { tail -30 model/runs/gpu-*/train.out; exit 1; }; done
 spids=()
-for cf in "${RATES[@]}"; do
-  run=model/runs/gpu-cf$cf
-  python3 -c "import json,sys; l=json.load(open(sys.argv[1])); print({k: l.get(k) for k in ('steps_done','epochs','tokens_seen','train_tokens','train_minutes','best_step','validation_loss','validation_agent_loss','trace_validation_loss','trace_validation_agent_loss')})" "$run/train-log.json"
-  for split in validation test; do
-    python3 model/score_loo.py --device "$DEVICE" $SCORE_EXTRA --run "$run" --cases "$DATA/$split.jsonl.xz" --tool-loo \
-      --out "$run/$split-scores.jsonl" > /dev/null &
+for name in "${names[@]}"; do
+  run=model/runs/gpu-$name
+  python3 model/score_loo.py --device "$DEVICE" --run "$run" --cases "$DATA/validation.jsonl.xz" --tool-loo \
+    --out "$run/validation-scores.jsonl" > /dev/null &
+  spids+=($!)
+  if [ -f "$DATA/adv-val.jsonl.xz" ]; then
+    python3 model/score_loo.py --device "$DEVICE" --run "$run" --cases "$DATA/adv-val.jsonl.xz" \
+      --out "$run/adv-val-scores.jsonl" > /dev/null &
     spids+=($!)
-  done
+  fi
 done
 for p in "${spids[@]}"; do wait "$p"; done
-for cf in "${RATES[@]}"; do
-  for split in validation test; do
-    echo "== cf $cf $split"; python3 model/loo_report.py "model/runs/gpu-cf$cf/$split-scores.jsonl" | grep -E 'seed|name '
+for name in "${names[@]}"; do
+  run=model/runs/gpu-$name
+  python3 -c "import json,sys; l=json.load(open(sys.argv[1])); print(sys.argv[2], {k: l.get(k) for k in ('steps_done','tokens_seen','best_step','validation_loss','trace_validation_loss')})" "$run/train-log.json" "$name"
+  for split in validation adv-val; do
+    [ -f "$run/$split-scores.jsonl" ] || continue
+    echo "== $name $split"; python3 model/loo_report.py "$run/$split-scores.jsonl" | grep -E 'seed|name '
   done
+  python3 -c "import torch,sys; sd=torch.load(sys.argv[1]); torch.save({k: v.half() for k, v in sd.items()}, sys.argv[2])" \
+    "$run/model.pt" "$run/model-fp16.pt"
 done
 if [ -n "${OUT:-}" ]; then
-  tar cf - model/runs/gpu-cf*/*-scores.jsonl | xz -6 -T16 > "$OUT/scores.tar.xz"
+  tar cf - --exclude=model.pt model/runs/gpu-* | xz -1 -T16 | split -b 15M - "$OUT/runs.tar.xz.part-"
   ls -la "$OUT"
 fi

@@ -19,6 +19,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+import agentdojo
 import bpe
 from data import (counterfactuals, encode_case, load_jsonl, request_counterfactual, trace_request_counterfactual,
                   trace_texts)
@@ -146,6 +147,13 @@ def main():
                     help="the same for each AgentDojo run with no attack (data.trace_request_counterfactual); "
                          "without attack counterfactuals from the traces it teaches that no AgentDojo call "
                          "survives without its request, injected ones included (see model/gpu-trials.md)")
+    ap.add_argument("--trace-holdout", type=int, default=0,
+                    help="percent of AgentDojo runs kept out of training (by run id, agentdojo.held_out), for "
+                         "guard cases cut from them with model/agentdojo.py")
+    ap.add_argument("--trace-counterfactuals", type=float, default=0.0,
+                    help="probability of adding each AgentDojo run's labelled counterfactual copies "
+                         "(agentdojo.counterfactuals: an injected call without the user's turns stays, without "
+                         "the injected results it goes; a benign call without the injected results stays)")
     ap.add_argument("--init", default=None,
                     help="start from this run directory's weights, config and tokenizer (fine-tuning)")
     args = ap.parse_args()
@@ -157,7 +165,7 @@ def main():
 
     gen_train = load_jsonl(args.train)
     gen_val = load_jsonl(args.validation)
-    traces = load_jsonl(args.traces)
+    traces = [t for t in load_jsonl(args.traces) if not agentdojo.held_out(t, args.trace_holdout)]
     rng.shuffle(traces)
     n_trace_val = len(traces) // 20
     trace_val, trace_train = traces[:n_trace_val], traces[n_trace_val:]
@@ -201,6 +209,11 @@ def main():
     if args.trace_request_counterfactuals > 0:
         rq += [x for x in (trace_request_counterfactual(t, rq_rng) for t in trace_train)
                if x is not None and rq_rng.random() < args.trace_request_counterfactuals]
+    if args.trace_counterfactuals > 0:
+        ad_rng = random.Random(args.seed + 2)
+        functions = agentdojo.user_task_functions(trace_train)
+        cf += [x for t in trace_train for x in agentdojo.counterfactuals(t, functions, ad_rng)
+               if ad_rng.random() < args.trace_counterfactuals]
     # Most sequences carry their tool list (the guard renders it when the input has one); some go
     # without, as callers that pass no tools do.
     train_ex = enc(gen_train, 1.0, 0.15) + enc(trace_train, 0.8, 0.15) + enc(cf + rq, 1.0, 1.0)
