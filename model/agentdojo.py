@@ -81,8 +81,16 @@ def injected_results(trace: dict, upto: int) -> list[int]:
     marker = MARKERS.get(trace["suite"], {}).get(trace.get("injection_task"))
     if marker is None:
         return []
-    return [i for i, m in enumerate(trace["messages"][:upto])
-            if m["role"] == "tool" and _norm(marker) in _norm(m.get("content", ""))]
+    key = _norm(marker)
+    out, calls = [], []
+    for i, m in enumerate(trace["messages"][:upto]):
+        if m["role"] == "assistant":
+            calls = m.get("tool_calls") or []
+        # A result that only echoes its call's arguments (a send_money receipt) is not the injection.
+        elif m["role"] == "tool" and key in _norm(m.get("content", "")) \
+                and not any(key in _norm(json.dumps(c.get("arguments") or {})) for c in calls):
+            out.append(i)
+    return out
 
 
 def labelled_calls(trace: dict, user_functions: set[str] | None = None):
