@@ -35,7 +35,7 @@ options:
   --untrusted-tools <a,b>    only these tools' results are untrusted
   --trusted-tools <a,b>      these tools' results are trusted
   --privileged-tools <a,b>   only calls of these tools are checked
-\${REMOTE_PROXY_USAGE}
+${REMOTE_PROXY_USAGE}
   -h, --help
 
 edgearmor serve-proxy [--port 8000] [--host 127.0.0.1] [--model <dir>] [--variant q4]

@@ -35,7 +35,7 @@ options:
   --variant <q4|fp32|fp16|q4f16>  model file variant (default q4)
   --config, --tau, --rule, --user-request, --mask-cot-for-scoring, --action-text, --on-error,
   --untrusted-tools, --trusted-tools, --privileged-tools: guard options, as for check
-\${REMOTE_PROXY_USAGE}
+${REMOTE_PROXY_USAGE}
                              (the reference baseline still runs --model locally)
   -h, --help`;
 

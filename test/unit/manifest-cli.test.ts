@@ -83,4 +83,12 @@ describe('model manifests', () => {
     expect(badUrl.status).toBe(2);
     expect(badUrl.stderr).toMatch(/remoteProxy\.url: received "gpu-box:8000"; allowed: an absolute http\(s\) URL/);
   });
+
+  it('lists the remote-proxy flags in both help texts', () => {
+    for (const args of [['--help'], ['eval', '--help']]) {
+      const help = spawnSync(TSX, [CLI, ...args], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+      expect(help.stdout).toContain('--remote-proxy <url>');
+      expect(help.stdout).not.toContain('${');
+    }
+  });
 });
