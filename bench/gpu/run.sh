@@ -27,7 +27,7 @@ MIN_CASE_S=20
 mkdir -p "$OUT" "$R/dist/linux-x64" "$R/lib" "$R/bench-model/onnx"
 
 unxz_to() { # unxz_to FILE.xz DEST
-  if command -v xz >/dev/null; then xz -dc "$1" > "$2"
+  if xz --version >/dev/null 2>&1; then xz -dc "$1" > "$2"
   else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"; fi
 }
 unxz_to "$D/node.xz" "$R/node" && chmod +x "$R/node"
@@ -67,7 +67,7 @@ export VK_ICD_FILENAMES=${VK_DRIVER_FILES:-}   # the older name, for loaders bef
   echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores, $(awk '/MemTotal/ { printf "%d GiB", $2 / 2^20 }' /proc/meminfo)"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
   echo "VK_DRIVER_FILES: ${VK_DRIVER_FILES:-(none found: the loader searches its default places)}"
-  [ -n "${VK_DRIVER_FILES:-}" ] && sed 's/^/  /' "$VK_DRIVER_FILES"
+  [ -n "${VK_DRIVER_FILES:-}" ] && sed -e 's/^/  /' -e '$a\' "$VK_DRIVER_FILES"
 } | tee "$OUT/machine.txt"
 
 node=(env "EDGEARMOR_BENCH_MODEL_DIR=$PWD/$R/bench-model" "EDGEARMOR_ORT_WASM_DIR=$PWD/$R" "$R/node" --expose-gc "$R/dawn-bench.mjs")
@@ -118,5 +118,5 @@ done
   console.log("|" + "---|".repeat(9));
   for (const r of results) console.log(`| ${r.context_tokens} | ${r.spans} | ${f(r.p50_ms.prefix)} / ${f(r.p50_ms.naive)} / ${f(r.p50_ms.transformersjs)} | ${f(r.p95_ms.prefix)} / ${f(r.p95_ms.naive)} / ${f(r.p95_ms.transformersjs)} | ${r.p50_speedup_vs_naive} | ${r.p50_speedup_vs_transformersjs} | ${f(r.rss_delta_mib.prefix)} / ${f(r.rss_delta_mib.transformersjs)} | ${r.gflops_achieved.toFixed(1)} / ${r.matmul_peak_gflops.toFixed(1)} | ${r.max_abs_logprob_diff_vs_naive.toExponential(1)} |`);
   const a = summary.adapter;
-  console.log(`\nadapter: ${a ? [a.vendor, a.architecture, a.device, a.description].filter(Boolean).join(" / ") : "unknown"}; GPU memory used (whole device, 200 ms samples): ${gpu ? `${gpu.before_mib} MiB before, peak ${gpu.peak_mib} MiB` : "not measured (no nvidia-smi)"}; ${results.length} case(s); $OUT/summary.json`);
+  console.log(`\nadapter: ${a ? [a.vendor, a.architecture, a.device, a.description].filter(Boolean).join(" / ") : "unknown"}; GPU memory used (whole device, 200 ms samples): ${gpu ? `${gpu.before_mib} MiB before, peak ${gpu.peak_mib} MiB` : "not measured (no nvidia-smi)"}; ${results.length} case(s); ${out}/summary.json`);
 ' "$OUT"
