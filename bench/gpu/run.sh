@@ -65,6 +65,8 @@ export VK_ICD_FILENAMES=${VK_DRIVER_FILES:-}   # the older name, for loaders bef
 
 {
   echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores, $(awk '/MemTotal/ { printf "%d GiB", $2 / 2^20 }' /proc/meminfo)"
+  # dawn.node (webgpu 0.6.2) needs glibc >= 2.34 and libstdc++ with GLIBCXX_3.4.30 (GCC 12); Node 20 glibc >= 2.28.
+  echo "libc: $(getconf GNU_LIBC_VERSION 2>/dev/null || echo unknown)"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
   echo "VK_DRIVER_FILES: ${VK_DRIVER_FILES:-(none found: the loader searches its default places)}"
   [ -n "${VK_DRIVER_FILES:-}" ] && sed -e 's/^/  /' -e '$a\' "$VK_DRIVER_FILES"
