@@ -70,6 +70,7 @@ export VK_ICD_FILENAMES=${VK_DRIVER_FILES:-}   # the older name, for loaders bef
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
   echo "VK_DRIVER_FILES: ${VK_DRIVER_FILES:-(none found: the loader searches its default places)}"
   [ -n "${VK_DRIVER_FILES:-}" ] && sed -e 's/^/  /' -e '$a\' "$VK_DRIVER_FILES"
+  true   # a missing nvidia-smi or ICD json is reported, not fatal (set -e with pipefail)
 } | tee "$OUT/machine.txt"
 
 node=(env "EDGEARMOR_BENCH_MODEL_DIR=$PWD/$R/bench-model" "EDGEARMOR_ORT_WASM_DIR=$PWD/$R" "$R/node" --expose-gc "$R/dawn-bench.mjs")
