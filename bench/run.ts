@@ -5,19 +5,22 @@
  * Node backends (onnxruntime-node, onnxruntime-web wasm with 1 and 2 threads) run in a child process each
  * (onnxruntime-web's wasm thread count is fixed per process, and RSS deltas are cleaner); Chromium backends
  * (its wasm with 1 and 2 threads, WebGPU) run the same measurement in a page through Playwright
- * (bench/browser.ts). Flags: --quick (onnxruntime-node, the 2k-token / 3-span case only), --json (the LAST
- * stdout line is the 2k / 3-span onnxruntime-node summary), --backends node,wasm1,wasm2,chromium-wasm1,
- * chromium-wasm2,chromium-webgpu (default: all but WebGPU, which needs a GPU to mean anything),
- * --cases 2048x3,512x1, --reps N.
+ * (bench/browser.ts); `dawn-webgpu` runs onnxruntime-web's WebGPU EP in a Node child on Dawn (bench/dawn.ts),
+ * for GPU machines without a browser. Flags: --quick (onnxruntime-node, the 2k-token / 3-span case only), --json
+ * (the LAST stdout line is the 2k / 3-span onnxruntime-node summary), --backends node,wasm1,wasm2,chromium-wasm1,
+ * chromium-wasm2,chromium-webgpu,dawn-webgpu (default: all but the WebGPU ones, which need a GPU to mean anything),
+ * --cases 2048x3,512x1, --reps N, --dawn-request FILE (dawn-webgpu: only write its request, for bench/gpu/pack.sh).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dimsFromConfig } from '../src/engine/engine.js';
 import { createOrtSession, type Backend } from '../src/engine/ort-session.js';
 import type { ModelDims } from '../src/engine/scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from '../src/engine/tokenizer.js';
 import { CHROMIUM_PATH, runInChromium } from './browser.js';
+import type { AdapterInfo, DawnBenchRequest, DawnBenchResult } from './dawn.js';
 import { benchCase, buildCase, matmulPeakGflops, syntheticCase, type BenchCase, type BenchSession, type CaseResult, type CaseSpec } from './cases.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -32,9 +35,11 @@ const BROWSER_BACKENDS = {
   'chromium-wasm2': { backend: 'wasm', threads: 2 },
   'chromium-webgpu': { backend: 'webgpu', threads: undefined },
 } as const;
+/** onnxruntime-web's WebGPU EP in a Node child on Dawn (bench/dawn.ts): WebGPU where there is a GPU but no browser. */
+const DAWN_BACKEND = 'dawn-webgpu';
 type NodeBackendName = keyof typeof NODE_BACKENDS;
 type BrowserBackendName = keyof typeof BROWSER_BACKENDS;
-type BackendName = NodeBackendName | BrowserBackendName;
+type BackendName = NodeBackendName | BrowserBackendName | typeof DAWN_BACKEND;
 const RSS_SAMPLE_MS = 1;
 const TOKENIZED = 'proxy tokenizer on generator text';
 const SYNTHETIC = 'synthetic ids';
@@ -63,19 +68,22 @@ async function rssDelta(fn: () => Promise<unknown>): Promise<number> {
   return (peak - base) / 2 ** 20;
 }
 
-/** The cases a backend runs: --cases, or --quick's standard case, or all on onnxruntime-node and 512 tokens + the standard case elsewhere (wasm is ~4x slower). */
-function specsFor(backend: Backend, quick: boolean, args: readonly string[]): CaseSpec[] {
+/**
+ * The cases a backend runs: --cases, or --quick's standard case, or all on the fast backends (onnxruntime-node,
+ * dawn-webgpu, which is only worth running on a GPU) and 512 tokens + the standard case elsewhere (wasm is ~4x slower).
+ */
+function specsFor(backend: Backend | typeof DAWN_BACKEND, quick: boolean, args: readonly string[]): CaseSpec[] {
   const casesArg = args.indexOf('--cases');
   if (casesArg >= 0) return args[casesArg + 1]!.split(',').map((c) => c.split('x').map(Number) as [number, number]).map(([tokens, spans]) => ({ tokens, spans }));
   if (quick) return [{ tokens: 2048, spans: 3 }];
   const all = SIZES.flatMap((tokens) => SPANS.map((spans) => ({ tokens, spans })));
-  return backend === 'node' ? all : all.filter((c) => c.tokens === 512 || (c.tokens === 2048 && c.spans === 3));
+  return backend === 'node' || backend === DAWN_BACKEND ? all : all.filter((c) => c.tokens === 512 || (c.tokens === 2048 && c.spans === 3));
 }
 
-function repsFor(backend: Backend, spec: CaseSpec, quick: boolean, args: readonly string[]): number {
+function repsFor(backend: Backend | typeof DAWN_BACKEND, spec: CaseSpec, quick: boolean, args: readonly string[]): number {
   const repsArg = args.indexOf('--reps');
   const reps = repsArg >= 0 ? Number(args[repsArg + 1]) : quick ? 5 : spec.tokens >= 4096 ? 3 : spec.tokens >= 2048 ? 5 : 7;
-  return backend !== 'node' && spec.tokens >= 2048 ? Math.min(2, reps) : reps;
+  return backend !== 'node' && backend !== DAWN_BACKEND && spec.tokens >= 2048 ? Math.min(2, reps) : reps;
 }
 
 function benchDims(): ModelDims {
@@ -111,12 +119,13 @@ async function child(name: NodeBackendName, quick: boolean, args: readonly strin
   process.stdout.write(`${JSON.stringify({ tokenizer: tok ? TOKENIZED : SYNTHETIC, results: out })}\n`);
 }
 
-/** What one backend measured (browser backends also name the browser and, on WebGPU, the adapter). */
+/** What one backend measured (browser backends also name the browser, dawn-webgpu its runtime, and WebGPU ones the adapter). */
 interface BackendRun {
   tokenizer: string;
   results: CaseResult[];
   browser?: string;
-  adapter?: string | null;
+  runtime?: string;
+  adapter?: string | AdapterInfo | null;
 }
 
 /** Runs a Chromium backend in this process: the cases are built here and scored in the page. */
@@ -128,6 +137,32 @@ async function browserBackend(name: BrowserBackendName, quick: boolean, args: re
   const cases = casesFor(specs, dims, tok).map((c, k) => ({ spec: specs[k]!, ...c, reps: repsFor(backend, specs[k]!, quick, args) }));
   if (backend === 'webgpu') process.stderr.write('chromium-webgpu: on a software adapter (no GPU here) its times are not speed numbers; run it on a GPU machine\n');
   const run = await runInChromium({ backend, ...(threads ? { threads } : {}), dims, cases, modelDir: MODEL_DIR, log: (line) => process.stderr.write(`${line}\n`) });
+  return { tokenizer: tok ? TOKENIZED : SYNTHETIC, ...run };
+}
+
+/**
+ * Runs dawn-webgpu: the cases are built here and scored in a Node child (bench/dawn.ts) on Dawn's WebGPU.
+ * With --dawn-request FILE it only writes the child's request there (bench/gpu/pack.sh) and returns null.
+ */
+function dawnBackend(quick: boolean, args: readonly string[]): BackendRun | null {
+  const dims = benchDims();
+  const tok = loadTokenizer();
+  const specs = specsFor(DAWN_BACKEND, quick, args);
+  const request: DawnBenchRequest = {
+    dims,
+    modelDir: MODEL_DIR,
+    ortWasmDir: `${ROOT}node_modules/onnxruntime-web/dist/`,
+    cases: casesFor(specs, dims, tok).map((c, k) => ({ spec: specs[k]!, ...c, reps: repsFor(DAWN_BACKEND, specs[k]!, quick, args) })),
+  };
+  const requestArg = args.indexOf('--dawn-request');
+  const file = requestArg >= 0 ? args[requestArg + 1]! : `${ROOT}bench/results/tmp/dawn-request.json`;
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify({ ...request, tokenizer: tok ? TOKENIZED : SYNTHETIC }));
+  if (requestArg >= 0) return null;
+  process.stderr.write('dawn-webgpu: on a software adapter (no GPU here) its times are not speed numbers; run it on a GPU machine (bench/gpu/)\n');
+  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', `${ROOT}bench/dawn.ts`, file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 * 2 ** 20 });
+  if (r.status !== 0) throw new Error(`bench child ${DAWN_BACKEND} failed with status ${r.status}`);
+  const run = JSON.parse(r.stdout.trim().split('\n').pop()!) as DawnBenchResult;
   return { tokenizer: tok ? TOKENIZED : SYNTHETIC, ...run };
 }
 
@@ -175,7 +210,7 @@ async function main(): Promise<void> {
     execFileSync('/usr/bin/python3', [`${ROOT}bench/make_bench_model.py`, MODEL_DIR], { stdio: 'inherit' });
   }
   const bIdx = args.indexOf('--backends');
-  const known = [...Object.keys(NODE_BACKENDS), ...Object.keys(BROWSER_BACKENDS)];
+  const known = [...Object.keys(NODE_BACKENDS), ...Object.keys(BROWSER_BACKENDS), DAWN_BACKEND];
   // By default every backend this machine has, but WebGPU only when asked: without a GPU it runs on a software adapter.
   const available = quick ? ['node'] : [...Object.keys(NODE_BACKENDS), ...(existsSync(CHROMIUM_PATH) ? ['chromium-wasm1', 'chromium-wasm2'] : [])];
   const names = (bIdx >= 0 ? args[bIdx + 1]!.split(',') : available) as BackendName[];
@@ -186,7 +221,9 @@ async function main(): Promise<void> {
   const all: CaseResult[] = [];
   let tokenizer = '';
   for (const name of names) {
-    const parsed = name in BROWSER_BACKENDS ? await browserBackend(name as BrowserBackendName, quick, args) : nodeChild(name as NodeBackendName, quick, args);
+    const parsed =
+      name === DAWN_BACKEND ? dawnBackend(quick, args) : name in BROWSER_BACKENDS ? await browserBackend(name as BrowserBackendName, quick, args) : nodeChild(name as NodeBackendName, quick, args);
+    if (parsed === null) continue;
     tokenizer = parsed.tokenizer;
     all.push(...parsed.results);
     const file = `${ROOT}bench/results/${date}-${name}${quick ? '-quick' : ''}.json`;
@@ -197,7 +234,7 @@ async function main(): Promise<void> {
       parsed.results = [...old.filter((r) => !fresh.has(`${r.tokens}x${r.spans}`)), ...parsed.results].sort((a, b) => a.tokens - b.tokens || a.spans - b.spans);
     }
     const model = JSON.parse(readFileSync(`${MODEL_DIR}config.json`, 'utf8')) as unknown;
-    writeFileSync(file, JSON.stringify({ date, machine: machine(), model: { dir: '.bench-model (random weights, embedded shapes, 4,608 positions)', config: model }, ...(parsed.browser ? { browser: parsed.browser, adapter: parsed.adapter ?? null } : {}), cases: tokenizer, results: parsed.results }, null, 2) + '\n');
+    writeFileSync(file, JSON.stringify({ date, machine: machine(), model: { dir: '.bench-model (random weights, embedded shapes, 4,608 positions)', config: model }, ...(parsed.browser ? { browser: parsed.browser, adapter: parsed.adapter ?? null } : {}), ...(parsed.runtime ? { runtime: parsed.runtime, adapter: parsed.adapter ?? null } : {}), cases: tokenizer, results: parsed.results }, null, 2) + '\n');
   }
   if (!quick) process.stdout.write(`\n${table(all)}\n\nMachine: ${machine()}\n`);
   const summary = all.find((r) => r.backend === 'onnxruntime-node' && r.tokens === 2048 && r.spans === 3);
