@@ -81,8 +81,8 @@ export interface ToolPoisoningOptions {
   leaveOneOut?: boolean | undefined;
   /**
    * Extra margin a tool description's normalised delta must clear over the user's (dT - dU > margin - tau).
-   * 0.05 keeps this signal's false-positive rate at 4.8% on the generator's validation split with the
-   * embedded model (measured 2026-11-22; at margin 0 it flagged 58% of clean tool lists).
+   * 0.05 keeps this signal's false-positive rate at 3.8% on the generator's validation split with the
+   * embedded model (0% on AgentDojo guard cases cut from held-out training runs; measured 2026-11-23).
    * @defaultValue 0.05
    */
   leaveOneOutMargin?: number | undefined;
@@ -243,10 +243,10 @@ export const DEFAULT_EDGEARMOR_RULE_OPTIONS: Readonly<ResolvedEdgeArmorRuleOptio
 /**
  * MindGuard inside the guard: the paper's defaults except the AIR threshold, calibrated to ~5% false
  * positives on the generator's validation split (`npm run eval -- data/validation.jsonl`, method
- * `edgearmor/mindguard`). There the embedded proxy's AIR ranks poisoned above clean tool lists with
- * ROC-AUC 0.79 and AP 0.64; 2.2 flags 37% of poisoned calls at 5% false positives, where the paper's
- * tau 0.5 flags most clean calls. Measured 2026-11-22; pass `toolPoisoning.mindguard.airThreshold: 0.5`
- * for the paper's operating point.
+ * `edgearmor/mindguard`). Rechecked 2026-11-23 with the current embedded model: AIR ranks poisoned above
+ * clean tool lists with ROC-AUC 0.94 there; 2.2 flags 56% of poisoned calls at 3% false positives (9% on
+ * AgentDojo guard cases cut from held-out training runs), where the paper's tau 0.5 flags most clean calls.
+ * Pass `toolPoisoning.mindguard.airThreshold: 0.5` for the paper's operating point.
  */
 const GUARD_MINDGUARD_OPTIONS: ResolvedMindGuardOptions = Object.freeze({ ...DEFAULT_MINDGUARD_OPTIONS, airThreshold: 2.2 });
 

@@ -95,6 +95,8 @@ describe.skipIf(!CAN_RUN)('the MV3 example extension in Chromium', () => {
       expect(verdict.reason).toBe('model');
       expect(verdict.backend).toBe('wasm');
       expect(verdict.attribution?.spans.map((s) => [s.messageIndex, s.toolName])).toEqual([[2, 'read_page']]);
+      // The decision itself is the model's: the embedded model misses this page's injection (a known gap,
+      // pinned in test/engine/demo-cases.test.ts); here the browser must agree with Node.
       if (HAS_REAL_MODEL) expectSameVerdict(verdict, await nodeVerdict(page, { name: 'send_money', arguments: { iban: IBAN, amount: 500 } }));
       expect(errors).toEqual([]);
       expect(external).toEqual([]);
@@ -108,7 +110,10 @@ describe.skipIf(!CAN_RUN)('the MV3 example extension in Chromium', () => {
     async () => {
       const { verdict, page } = await checkPage('/clean.html', { name: 'book_flight', arguments: { flight: 'LH123' } });
       expect(verdict.reason).toBe('model');
-      if (HAS_REAL_MODEL) expectSameVerdict(verdict, await nodeVerdict(page, { name: 'book_flight', arguments: { flight: 'LH123' } }));
+      if (HAS_REAL_MODEL) {
+        expect(verdict.decision).toBe('allow');
+        expectSameVerdict(verdict, await nodeVerdict(page, { name: 'book_flight', arguments: { flight: 'LH123' } }));
+      }
       expect(external).toEqual([]);
       await page.close();
     },
