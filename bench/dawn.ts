@@ -47,6 +47,9 @@ const RSS_SAMPLE_MS = 1;
 /** The onnxruntime-web build its WebGPU entry (onnxruntime-web/webgpu) loads. */
 const ORT_WASM = 'ort-wasm-simd-threaded.asyncify.wasm';
 
+/** The Dawn bindings this backend was checked with (bench/gpu/pack.sh installs the same). */
+const WEBGPU_PACKAGE = 'webgpu@0.6.2';
+
 interface GpuAdapterLike {
   info?: Partial<AdapterInfo>;
 }
@@ -56,7 +59,9 @@ interface GpuAdapterLike {
  * as globals, and records the adapter(s) onnxruntime-web asks for. `dawnOptions`: Dawn toggles, e.g. `backend=vulkan`.
  */
 async function installDawn(dawnOptions: string[]): Promise<{ adapters: GpuAdapterLike[] }> {
-  const { create, globals } = await import('webgpu');
+  const { create, globals } = await import('webgpu').catch((error: unknown) => {
+    throw new Error(`dawn-webgpu needs the webgpu package (Dawn's Node bindings), which is not a dependency: npm install --no-save ${WEBGPU_PACKAGE} (${String(error)})`);
+  });
   Object.assign(globalThis, globals);
   // onnxruntime-web's threaded wasm uploads straight from its heap, a SharedArrayBuffer, and dawn.node
   // (webgpu 0.6.2) fails on shared views ("Invalid argument", or a segfault): hand it a private copy.

@@ -38,6 +38,9 @@ if [ ! -f "$node_xz" ]; then
 fi
 cp "$node_xz" "$D/node.xz"
 
+# Dawn's Node bindings: not a dependency (132 MB for every platform), installed here on demand.
+[ -f node_modules/webgpu/dist/linux-x64/dawn.node ] || npm install --no-save --ignore-scripts webgpu@0.6.2
+
 # The backend, bundled (onnxruntime-node is never loaded on the WebGPU path). webgpu's index.js finds
 # dawn.node at dist/linux-x64/ beside the bundle.
 npx --no-install esbuild bench/dawn.ts --bundle --platform=node --format=esm --target=node20 --external:onnxruntime-node \
