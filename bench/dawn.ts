@@ -13,8 +13,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { createOrtSession, type OrtSession } from '../src/engine/ort-session.js';
-import { presentOutputNames, type ModelDims, type ScoreSequence } from '../src/engine/scorer.js';
-import { benchCase, matmulPeakGflops, type BenchSession, type CaseResult, type CaseSpec } from './cases.js';
+import { scoreSequencesShared } from '../src/engine/prefix-scorer.js';
+import { presentOutputNames, scoreSequences, type ModelDims, type ScoreSequence } from '../src/engine/scorer.js';
+import { benchCase, matmulPeakGflops, quantile, timed, type BenchSession, type CaseResult, type CaseSpec } from './cases.js';
 
 /** What the harness asks a dawn-webgpu process to measure. */
 export interface DawnBenchRequest {
@@ -139,10 +140,36 @@ async function runDawnBench(request: DawnBenchRequest, only: readonly string[] |
   const results: CaseResult[] = [];
   for (const c of cases) {
     const r = await benchCase(bs, request.dims, c.spec, c.sequences, c.contextTokens, reps ?? c.reps);
+    if (process.env['EDGEARMOR_DAWN_PLANS'] === '1') Object.assign(r, await gpuPlans(bs, request.dims, c.sequences, reps ?? c.reps));
     log(`${r.backend} ${c.spec.tokens}/${c.spec.spans}: ${JSON.stringify(r)}`);
     results.push(r);
   }
   return { results, runtime: `Node ${process.version}, onnxruntime-web webgpu EP, Dawn (webgpu package)`, adapter: describe(adapters[0]) };
+}
+
+/**
+ * EDGEARMOR_DAWN_PLANS=1: two scoring plans with fewer, larger passes, for a GPU where every pass costs a fixed
+ * dispatch overhead: the prefix path with one budget for the whole check (no micro-batching, no chunking), and
+ * naive leave-one-out in one batch. Times (p50, ms), passes, and agreement with the default prefix path.
+ */
+async function gpuPlans(bs: BenchSession, dims: ModelDims, sequences: ScoreSequence[], reps: number): Promise<Record<string, unknown>> {
+  const session = await bs.create();
+  const oneBudget = () => scoreSequencesShared(session, dims, sequences, { maxBatchBytes: 2 ** 31 });
+  const oneBatch = () => scoreSequences(session, dims, sequences, { maxBatchTokens: 2 ** 24 });
+  const reference = (await scoreSequencesShared(session, dims, sequences)).results;
+  const [shared, batched] = [await oneBudget(), await oneBatch()];
+  let diff = 0;
+  reference.forEach((ref, i) =>
+    ref.tokenLogProbs.forEach((v, k) => (diff = Math.max(diff, Math.abs(v - shared.results[i]!.tokenLogProbs[k]!), Math.abs(v - batched[i]!.tokenLogProbs[k]!)))),
+  );
+  const p50 = async (fn: () => Promise<unknown>) => Math.round(quantile(await timed(reps, fn), 0.5) * 1000) / 1000;
+  const result = {
+    plans_p50_ms: { prefix_one_budget: await p50(oneBudget), naive_one_batch: await p50(oneBatch) },
+    plans_forward_passes: { prefix_one_budget: shared.stats.forwardPasses, naive_one_batch: 1 },
+    plans_max_abs_logprob_diff: diff,
+  };
+  await session.release();
+  return result;
 }
 
 /** `--adapter`: prints the adapter Dawn gives by default (as onnxruntime-web asks for one), or exits 1 when there is none. */
