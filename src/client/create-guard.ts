@@ -21,6 +21,7 @@ import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../engine/r
 import { connectWorker, type WorkerConnection, type WorkerLike } from './endpoint.js';
 import type { BackendPreference, GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
 import type { ModelManifest, ModelVariant } from '../engine/model-files.js';
+import type { ScoringMode } from '../engine/engine.js';
 
 export type { WorkerLike } from './endpoint.js';
 
@@ -41,8 +42,13 @@ export interface CreateGuardOptions extends GuardOptions {
   backend?: BackendPreference;
   wasmThreads?: number;
   wasmPaths?: string | Record<string, string>;
-  /** Padded tokens per forward pass. @defaultValue 8192 */
+  /** Padded tokens per forward pass on the 'naive' scoring path. @defaultValue 8192 */
   maxBatchTokens?: number;
+  /**
+   * 'prefix' (fewest tokens: CPUs) or 'naive' (fewest passes, batched by maxBatchTokens: GPUs; measured 8x faster
+   * on an H100 through WebGPU, see bench/README.md). Same scores either way. @defaultValue 'prefix'
+   */
+  scoring?: ScoringMode;
   /**
    * Score on a vLLM (OpenAI-compatible completions) server instead of in the worker. Opt-in: the
    * only option that makes the guard use the network; the server needs CORS for the page's origin
@@ -120,7 +126,7 @@ function unwrap<T>(result: WireResult<T>): T {
 
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
-  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, onProgress, stuckWorkerGraceMs, remoteProxy, chatTemplate, modelManifest, ...guardOptions } = options;
+  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, scoring, onProgress, stuckWorkerGraceMs, remoteProxy, chatTemplate, modelManifest, ...guardOptions } = options;
   const resolved: ResolvedGuardOptions = resolveOptions(guardOptions);
   const stuckGraceMs = stuckWorkerGraceMs ?? STUCK_WORKER_GRACE_MS;
   if (!Number.isFinite(stuckGraceMs) || stuckGraceMs < 0) {
@@ -134,6 +140,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
     ...(wasmThreads !== undefined ? { wasmThreads } : {}),
     ...(wasmPaths !== undefined ? { wasmPaths } : {}),
     ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}),
+    ...(scoring !== undefined ? { scoring } : {}),
     ...(remoteProxy !== undefined ? { remoteProxy: validateRemoteProxyOptions(remoteProxy) } : {}),
     ...(chatTemplate !== undefined ? { chatTemplate } : {}),
     ...(modelManifest !== undefined ? { manifest: modelManifest } : {}),

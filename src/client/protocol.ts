@@ -12,6 +12,7 @@ import type { GuardOptions } from '../core/options.js';
 import type { Verdict } from '../core/verdict.js';
 import type { RemoteProxyOptions } from '../engine/remote-proxy.js';
 import type { ModelManifest, ModelVariant } from '../engine/model-files.js';
+import type { ScoringMode } from '../engine/engine.js';
 
 export type { WireError } from '../core/errors.js';
 
@@ -46,8 +47,13 @@ export interface WorkerInitOptions {
   wasmThreads?: number;
   /** Where onnxruntime-web finds its .wasm files (served by the app itself). */
   wasmPaths?: string | Record<string, string>;
-  /** Padded tokens per forward pass. @defaultValue 8192 */
+  /** Padded tokens per forward pass on the 'naive' scoring path. @defaultValue 8192 */
   maxBatchTokens?: number;
+  /**
+   * 'prefix' (fewest tokens: CPUs) or 'naive' (fewest passes, batched by maxBatchTokens: GPUs; measured 8x faster
+   * on an H100 through WebGPU, see bench/README.md). Same scores either way. @defaultValue 'prefix'
+   */
+  scoring?: ScoringMode;
   /** Score on a remote proxy server; `model` then only supplies the tokenizer and config. */
   remoteProxy?: RemoteProxyOptions;
   /** Render guard calls with this Jinja chat template instead of the model's. */

@@ -129,6 +129,7 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
           ...(init.wasmThreads !== undefined ? { wasmThreads: init.wasmThreads } : {}),
           ...(init.wasmPaths !== undefined ? { wasmPaths: init.wasmPaths } : {}),
           ...(init.maxBatchTokens !== undefined ? { maxBatchTokens: init.maxBatchTokens } : {}),
+          ...(init.scoring !== undefined ? { scoring: init.scoring } : {}),
           ...(init.remoteProxy !== undefined ? { remote: init.remoteProxy } : {}),
           ...(init.chatTemplate !== undefined ? { chatTemplate: init.chatTemplate } : {}),
         });

@@ -15,7 +15,7 @@ import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus }
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
 import { buildVariants } from '../core/variants.js';
 import { failureVerdict, modelVerdict, preflightVerdict, type Verdict } from '../core/verdict.js';
-import { createEngine, type EngineInfo, type EngineScores, type ProxyEngine } from './engine.js';
+import { createEngine, type EngineInfo, type EngineScores, type ProxyEngine, type ScoringMode } from './engine.js';
 import { loadModelFiles, loadTokenizerFiles, type FileReader, type ModelVariant } from './model-files.js';
 import type { Backend } from './ort-session.js';
 import { createRemoteEngine, type RemoteProxyOptions } from './remote-proxy.js';
@@ -38,6 +38,8 @@ export interface LocalGuardRuntime {
   wasmPaths?: string | Record<string, string>;
   /** @defaultValue 8192 */
   maxBatchTokens?: number;
+  /** @defaultValue 'prefix' */
+  scoring?: ScoringMode;
   onProgress?: (event: GuardProgress) => void;
 }
 
@@ -101,6 +103,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
           ...(runtime.wasmThreads !== undefined ? { wasmThreads: runtime.wasmThreads } : {}),
           ...(runtime.wasmPaths !== undefined ? { wasmPaths: runtime.wasmPaths } : {}),
           ...(runtime.maxBatchTokens !== undefined ? { maxBatchTokens: runtime.maxBatchTokens } : {}),
+          ...(runtime.scoring !== undefined ? { scoring: runtime.scoring } : {}),
           ...(runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}),
         });
         if (failures.length > 0) status.fallbackReason = [status.fallbackReason, ...failures].filter(Boolean).join('; ');

@@ -44,6 +44,35 @@ describe.skipIf(!existsSync(embeddedModelDir()))("the demo's default cases on th
     MODEL_TIMEOUT_MS,
   );
 
+  it(
+    "gives the same verdict and deltas with scoring 'naive' (the GPU plan: fewest passes) as with the default prefix path",
+    async () => {
+      const naive = createNodeGuard({ backends: ['node'], scoring: 'naive', maxBatchTokens: 1 << 16 });
+      try {
+        const attack = input(findCase('travel', 'injection', DEMO_SEED)!);
+        const [a, b] = [await guard.check(attack), await naive.check(attack)];
+        expect(b.decision).toBe(a.decision);
+        expect(b.flagged).toEqual(a.flagged);
+        expect(Math.abs(b.attribution!.user.normalizedDelta - a.attribution!.user.normalizedDelta)).toBeLessThan(1e-4);
+        b.attribution!.spans.forEach((s, i) => expect(Math.abs(s.normalizedDelta - a.attribution!.spans[i]!.normalizedDelta)).toBeLessThan(1e-4));
+      } finally {
+        await naive.dispose();
+      }
+    },
+    MODEL_TIMEOUT_MS,
+  );
+
+  it('refuses a scoring plan or batch size it cannot run, naming what is allowed', async () => {
+    for (const [options, message] of [
+      [{ scoring: 'fast' }, /Invalid option scoring: received "fast"; allowed: 'prefix' or 'naive'/],
+      [{ maxBatchTokens: 0 }, /Invalid option maxBatchTokens: received 0; allowed: an integer >= 1/],
+    ] as const) {
+      const bad = createNodeGuard({ backends: ['node'], ...(options as object) });
+      await expect(bad.ready).rejects.toThrow(message);
+      await bad.dispose();
+    }
+  }, MODEL_TIMEOUT_MS);
+
   // The browser extension's conversation (examples/extension/static/background.js): one user turn, the page
   // as a read_page result, no system prompt, no tools. The embedded model allows the injected page's call: in
   // so short a context, removing the user's turn costs send_money more (dU 0.36) than removing the page (dS
