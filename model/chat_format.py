@@ -128,3 +128,13 @@ def segments(messages: Iterable[dict], tools: Iterable[dict] | None = None,
 
 def render(segs: list[Segment]) -> str:
     return "".join(s[1] for s in segs)
+
+
+def argument_values(v) -> list[str]:
+    """Every scalar value in a call's arguments (nested objects and lists included), as text; booleans
+    and nulls carry no copied value and are left out."""
+    if isinstance(v, dict):
+        return [x for y in v.values() for x in argument_values(y)]
+    if isinstance(v, list):
+        return [x for y in v for x in argument_values(y)]
+    return [str(v)] if isinstance(v, (str, int, float)) and not isinstance(v, bool) else []

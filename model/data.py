@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 
 from bpe import Tokenizer
-from chat_format import call_json, segments
+from chat_format import argument_values, call_json, segments
 
 CONTEXT_WEIGHT = 0.25
 REDACTION_TEXT = "[Reasoning redacted]"
@@ -162,14 +162,6 @@ def value_token_marks(tok: Tokenizer, text: str) -> list[int]:
     return marks
 
 
-def _values(v) -> list[str]:
-    if isinstance(v, dict):
-        return [x for y in v.values() for x in _values(y)]
-    if isinstance(v, list):
-        return [x for y in v for x in _values(y)]
-    return [str(v)] if isinstance(v, (str, int, float)) and not isinstance(v, bool) else []
-
-
 def counterfactuals(case: dict) -> list[dict]:
     """Ablated copies of an attacked generator case, labelled with what the agent would do then.
 
@@ -196,7 +188,7 @@ def counterfactuals(case: dict) -> list[dict]:
         i = driver.get("message_index")
         if isinstance(i, int) and 0 <= i < len(msgs):
             removed = msgs[i].get("content") or ""
-            if not any(len(v) >= 3 and v in removed for v in _values(intended.get("arguments", {}))):
+            if not any(len(v) >= 3 and v in removed for v in argument_values(intended.get("arguments", {}))):
                 out.append(dict(case, messages=msgs[:i] + msgs[i + 1:], action=intended))
     return out
 
