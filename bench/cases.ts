@@ -196,7 +196,8 @@ export const PATHS = {
 } as const;
 export type PathName = keyof typeof PATHS;
 
-const r3 = (x: number) => Math.round(x * 1000) / 1000;
+/** Rounds to 3 decimals, as every results file does. */
+export const r3 = (x: number) => Math.round(x * 1000) / 1000;
 
 /** A case's memory columns from each path's peak memory in MiB (null: not measured). */
 export function memoryFields(mem: Record<PathName, number> | null): Pick<CaseResult, 'rss_delta_mib' | 'peak_memory_ratio_vs_transformersjs'> {

@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import { createOrtSession, type OrtSession } from '../src/engine/ort-session.js';
 import { scoreSequencesShared } from '../src/engine/prefix-scorer.js';
 import { presentOutputNames, scoreSequences, type ModelDims, type ScoreSequence } from '../src/engine/scorer.js';
-import { benchCase, matmulPeakGflops, quantile, timed, type BenchSession, type CaseResult, type CaseSpec } from './cases.js';
+import { benchCase, matmulPeakGflops, quantile, r3, timed, type BenchSession, type CaseResult, type CaseSpec } from './cases.js';
 
 /** What the harness asks a dawn-webgpu process to measure. */
 export interface DawnBenchRequest {
@@ -162,7 +162,7 @@ async function gpuPlans(bs: BenchSession, dims: ModelDims, sequences: ScoreSeque
   reference.forEach((ref, i) =>
     ref.tokenLogProbs.forEach((v, k) => (diff = Math.max(diff, Math.abs(v - shared.results[i]!.tokenLogProbs[k]!), Math.abs(v - batched[i]!.tokenLogProbs[k]!)))),
   );
-  const p50 = async (fn: () => Promise<unknown>) => Math.round(quantile(await timed(reps, fn), 0.5) * 1000) / 1000;
+  const p50 = async (fn: () => Promise<unknown>) => r3(quantile(await timed(reps, fn), 0.5));
   const result = {
     plans_p50_ms: { prefix_one_budget: await p50(oneBudget), naive_one_batch: await p50(oneBatch) },
     plans_forward_passes: { prefix_one_budget: shared.stats.forwardPasses, naive_one_batch: 1 },
