@@ -176,7 +176,9 @@ async function runBatch(session: OrtSession, dims: ModelDims, seqs: readonly Sco
   for (let l = 0; l < dims.numLayers; l++) {
     for (const kv of ['key', 'value']) feeds[`past_key_values.${l}.${kv}`] = emptyPast(session, dims, b);
   }
-  const out = await session.run(feeds);
+  // Only what is read: on WebGPU the KV outputs stay in GPU buffers, which nobody would release.
+  const attentions = rows > 0 ? session.outputNames.filter((n) => n.startsWith('attentions.')) : [];
+  const out = await session.run(feeds, ['logits', ...attentions]);
   const logits = out['logits']!;
   const logitData = floatValues(logits.data as ArrayBufferView, logits.type);
   const [, K, V] = logits.dims as [number, number, number];
