@@ -47,11 +47,13 @@ export interface WorkerInitOptions {
   wasmThreads?: number;
   /** Where onnxruntime-web finds its .wasm files (served by the app itself). */
   wasmPaths?: string | Record<string, string>;
-  /** Padded tokens per forward pass on the 'naive' scoring path. @defaultValue 8192 */
+  /** Padded tokens per forward pass on the 'naive' scoring path. @defaultValue 8192 under 'naive'; none under 'auto' */
   maxBatchTokens?: number;
   /**
-   * 'prefix' (fewest tokens: CPUs) or 'naive' (fewest passes, batched by maxBatchTokens: GPUs; measured 8x faster
-   * on an H100 through WebGPU, see bench/README.md). Same scores either way. @defaultValue 'prefix'
+   * 'prefix' (each shared prefix once: fewest tokens, right for CPUs), 'naive' (every variant in full, batched:
+   * fewest passes, right for GPUs; 8x faster than 'prefix' on an H100 through WebGPU, see bench/README.md) or
+   * 'auto' ('naive' on WebGPU, in passes of at most 1 GiB by estimate; 'prefix' elsewhere). Same scores either
+   * way; the status says which plan runs. @defaultValue 'auto'
    */
   scoring?: ScoringMode;
   /** Score on a remote proxy server; `model` then only supplies the tokenizer and config. */

@@ -36,6 +36,7 @@ const NOT_LOADED: GuardStatus = Object.freeze({
   variant: null,
   maxContextTokens: null,
   attention: false,
+  scoring: null,
 }) as GuardStatus;
 
 function detectNode(): boolean {

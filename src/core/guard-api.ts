@@ -24,6 +24,11 @@ export interface GuardStatus {
   maxContextTokens: number | null;
   /** Whether the model exposes attention rows (MindGuard). */
   attention: boolean;
+  /**
+   * How the variants of a check are scored: 'prefix' (each shared prefix once: fewest tokens, CPUs) or
+   * 'naive' (every variant in full, batched: fewest passes, GPUs); null before loading and for a remote proxy.
+   */
+  scoring: 'prefix' | 'naive' | null;
 }
 
 /** Model loading progress, as a discriminated union. */

@@ -73,7 +73,8 @@ function onProgress(event: GuardProgress): void {
 function showStatus(status: GuardStatus): void {
   demo.status = status;
   document.body.dataset['state'] = status.state;
-  $('model-status').textContent = `${status.model ?? '?'} (${status.variant ?? '?'}), context ${status.maxContextTokens ?? '?'} tokens, attention ${status.attention ? 'available' : 'not exported'}`;
+  const plan = status.scoring === 'naive' ? 'all variants batched' : status.scoring === 'prefix' ? 'shared prefixes computed once' : '—';
+  $('model-status').textContent = `${status.model ?? '?'} (${status.variant ?? '?'}), context ${status.maxContextTokens ?? '?'} tokens, attention ${status.attention ? 'available' : 'not exported'}, scoring: ${plan}`;
   const name = status.backend === 'webgpu' ? 'WebGPU' : status.backend === 'wasm' ? 'WASM' : (status.backend ?? '—');
   $('backend').replaceChildren(
     h('strong', { id: 'backend-name' }, name),

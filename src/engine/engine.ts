@@ -12,8 +12,8 @@ import { encodeTemplateCall } from './template-format.js';
 import { exposeAttentionCached, type AttentionAdaptation } from './attention-adapter.js';
 import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
-import { scoreSequencesShared } from './prefix-scorer.js';
-import { presentOutputNames, scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
+import { DEFAULT_MAX_BATCH_BYTES, scoreSequencesShared } from './prefix-scorer.js';
+import { DEFAULT_MAX_BATCH_TOKENS, presentOutputNames, scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
 
 export type { ActionLayout, ContextLayout, TruncationReport } from './call-encoding.js';
@@ -25,17 +25,21 @@ export interface EngineOptions {
   wasmThreads?: number;
   /** onnxruntime-web's .wasm location, served by the app itself. */
   wasmPaths?: string | Record<string, string>;
-  /** Padded tokens per forward pass of the 'naive' scoring path (the 'prefix' path sizes passes by `maxBatchBytes`). @defaultValue 8192 */
+  /** Padded tokens per forward pass of the 'naive' scoring path. @defaultValue 8192 on 'naive'; none on 'auto' */
   maxBatchTokens?: number;
   /**
    * 'prefix': compute each shared token prefix of the variants once and branch from its KV cache
    * (prefix-scorer.ts): the fewest tokens, the right plan on CPUs. 'naive': every variant's full sequence,
-   * batched by `maxBatchTokens`: the fewest passes, which is what a GPU needs (on an H100 through WebGPU the
-   * standard 2k-token / 3-span check took 96 ms in one batch against 788 ms on the prefix path; bench/README.md).
-   * @defaultValue 'prefix'
+   * batched: the fewest passes, which is what a GPU needs (on an H100 through WebGPU the standard
+   * 2k-token / 3-span check took 96 ms in one batch against 788 ms on the prefix path; bench/README.md).
+   * 'auto': 'naive' on WebGPU, in passes of at most `maxBatchBytes` (estimated), else 'prefix'.
+   * @defaultValue 'auto'
    */
   scoring?: ScoringMode;
-  /** Estimated bytes per forward pass on the 'prefix' path (KV, attention, activations, logits). @defaultValue 64 MiB */
+  /**
+   * Estimated peak bytes per forward pass (KV, attention, activations, logits): the prefix path's budget,
+   * and on WebGPU under 'auto' the naive path's. @defaultValue 64 MiB on the prefix path, 1 GiB on WebGPU
+   */
   maxBatchBytes?: number;
   /**
    * Expose the attention rows of standard decoder exports (attention-adapter.ts) so MindGuard works on
@@ -49,8 +53,31 @@ export interface EngineOptions {
   chatTemplate?: string;
 }
 
-/** How the engine runs the variants. */
-export type ScoringMode = 'prefix' | 'naive';
+/** How the engine runs the variants: a plan, or 'auto' to pick one by backend. */
+export type ScoringMode = 'auto' | ScoringPlan['scoring'];
+
+/** The plan a scoring mode resolves to on a backend, with its per-pass budgets. */
+export type ScoringPlan =
+  | { scoring: 'prefix'; maxBatchBytes: number }
+  | { scoring: 'naive'; maxBatchTokens: number | undefined; maxBatchBytes: number | undefined };
+
+/** The estimated bytes a WebGPU pass may take under 'auto': every variant of a 2k-token / 3-span check (~165 MB each) in one pass. */
+export const WEBGPU_MAX_BATCH_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * What `scoring` means on `backend`. A GPU pays a fixed cost per forward pass, so it gets the fewest passes
+ * (every variant, batched under a byte budget); a CPU pays per token, so it gets the fewest tokens.
+ * Throws InvalidOptionsError naming an option the engine cannot run.
+ */
+export function scoringPlan(backend: Backend, options: Pick<EngineOptions, 'scoring' | 'maxBatchTokens' | 'maxBatchBytes'>): ScoringPlan {
+  checkScoringOptions(options);
+  const mode = options.scoring ?? 'auto';
+  if (mode === 'naive') return { scoring: 'naive', maxBatchTokens: options.maxBatchTokens ?? DEFAULT_MAX_BATCH_TOKENS, maxBatchBytes: options.maxBatchBytes };
+  if (mode === 'auto' && backend === 'webgpu') {
+    return { scoring: 'naive', maxBatchTokens: options.maxBatchTokens, maxBatchBytes: options.maxBatchBytes ?? WEBGPU_MAX_BATCH_BYTES };
+  }
+  return { scoring: 'prefix', maxBatchBytes: options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES };
+}
 
 /** What the engine knows about itself. */
 export interface EngineInfo {
@@ -68,6 +95,8 @@ export interface EngineInfo {
   attentionUnavailable: string | null;
   /** How guard calls are rendered: EdgeArmor's chat format, or the model's (or the caller's) chat template. */
   chatFormat: ChatFormat;
+  /** The plan variants are scored with ({@link scoringPlan}); null when a scoring server runs them. */
+  scoring: ScoringPlan['scoring'] | null;
 }
 
 /** Scores of one guard call. */
@@ -142,16 +171,18 @@ export function chatFormatOf(tokenizer: Pick<ProxyTokenizer, 'controlTokens' | '
   throw new ModelLoadError("the proxy's tokenizer has neither EdgeArmor's control tokens nor a chat_template in tokenizer_config.json, so guard calls cannot be rendered for it", {});
 }
 
-const SCORING_MODES: readonly ScoringMode[] = ['prefix', 'naive'];
+const SCORING_MODES: readonly ScoringMode[] = ['auto', 'prefix', 'naive'];
 
-/** `scoring` and `maxBatchTokens` arrive from pages and workers untyped: refuse what the engine cannot run. */
-function checkScoringOptions(options: Pick<EngineOptions, 'scoring' | 'maxBatchTokens'>): void {
+/** `scoring` and the batch budgets arrive from pages and workers untyped: refuse what the engine cannot run. */
+function checkScoringOptions(options: Pick<EngineOptions, 'scoring' | 'maxBatchTokens' | 'maxBatchBytes'>): void {
   if (options.scoring !== undefined && !SCORING_MODES.includes(options.scoring)) {
-    throw new InvalidOptionsError(`Invalid option scoring: received ${JSON.stringify(options.scoring)}; allowed: ${SCORING_MODES.map((m) => `'${m}'`).join(' or ')}.`, { option: 'scoring' });
+    throw new InvalidOptionsError(`Invalid option scoring: received ${JSON.stringify(options.scoring)}; allowed: ${SCORING_MODES.map((m) => `'${m}'`).join(', ')}.`, { option: 'scoring' });
   }
-  const n = options.maxBatchTokens;
-  if (n !== undefined && !(Number.isInteger(n) && n >= 1)) {
-    throw new InvalidOptionsError(`Invalid option maxBatchTokens: received ${JSON.stringify(n)}; allowed: an integer >= 1.`, { option: 'maxBatchTokens' });
+  for (const option of ['maxBatchTokens', 'maxBatchBytes'] as const) {
+    const n = options[option];
+    if (n !== undefined && !(Number.isInteger(n) && n >= 1)) {
+      throw new InvalidOptionsError(`Invalid option ${option}: received ${JSON.stringify(n)}; allowed: an integer >= 1.`, { option });
+    }
   }
 }
 
@@ -232,7 +263,7 @@ export function dimsFromConfig(config: Record<string, unknown>, padTokenId: numb
 
 /** Loads a model's verified files into an engine on the chosen backend. */
 export async function createEngine(files: ModelFiles, options: EngineOptions): Promise<ProxyEngine> {
-  checkScoringOptions(options);
+  const plan = scoringPlan(options.backend, options);
   const { tokenizer, format } = proxyTokenizerFor(files, options.chatTemplate);
   const dims = dimsFromConfig(files.config, padTokenIdOf(files.config, tokenizer));
   const open = async (model: Uint8Array): Promise<OrtSession> => {
@@ -280,14 +311,15 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
     attention,
     attentionSource: attention ? source : null,
     attentionUnavailable: attention ? null : attentionUnavailable,
+    scoring: plan.scoring,
   };
   return engineFromParts({
     info,
     tokenizer,
     ...(format ? { format } : {}),
-    run: (sequences, signal) => runSequences(session, dims, sequences, options, signal),
+    run: (sequences, signal) => runSequences(session, dims, sequences, plan, signal),
     // Raw sequences (baselines, the protocol server) run as given, on the naive path.
-    runTokens: (sequences, signal) => runSequences(session, dims, sequences, { ...options, scoring: 'naive' }, signal),
+    runTokens: (sequences, signal) => runSequences(session, dims, sequences, scoringPlan(options.backend, { ...options, scoring: 'naive' }), signal),
     dispose: () => session.release(),
   });
 }
@@ -335,17 +367,19 @@ async function runSequences(
   session: OrtSession,
   dims: ModelDims,
   sequences: readonly ScoreSequence[],
-  options: EngineOptions,
+  plan: ScoringPlan,
   signal: AbortSignal | undefined,
 ): Promise<{ results: ScoreResult[]; computedTokens: number }> {
   const sig = signal ? { signal } : {};
-  if ((options.scoring ?? 'prefix') === 'naive') {
-    const results = await scoreSequences(session, dims, sequences, { maxBatchTokens: options.maxBatchTokens ?? 8192, ...sig });
+  if (plan.scoring === 'naive') {
+    const { maxBatchTokens, maxBatchBytes } = plan;
+    const results = await scoreSequences(session, dims, sequences, {
+      ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}),
+      ...(maxBatchBytes !== undefined ? { maxBatchBytes } : {}),
+      ...sig,
+    });
     return { results, computedTokens: totalTokens(sequences) };
   }
-  const { results, stats } = await scoreSequencesShared(session, dims, sequences, {
-    ...(options.maxBatchBytes !== undefined ? { maxBatchBytes: options.maxBatchBytes } : {}),
-    ...sig,
-  });
+  const { results, stats } = await scoreSequencesShared(session, dims, sequences, { maxBatchBytes: plan.maxBatchBytes, ...sig });
   return { results, computedTokens: stats.computedTokens };
 }

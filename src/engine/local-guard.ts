@@ -36,9 +36,9 @@ export interface LocalGuardRuntime {
   variant?: ModelVariant;
   wasmThreads?: number;
   wasmPaths?: string | Record<string, string>;
-  /** @defaultValue 8192 */
+  /** @defaultValue 8192 under 'naive'; none under 'auto' */
   maxBatchTokens?: number;
-  /** @defaultValue 'prefix' */
+  /** @defaultValue 'auto' */
   scoring?: ScoringMode;
   onProgress?: (event: GuardProgress) => void;
 }
@@ -64,6 +64,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     variant: null,
     maxContextTokens: null,
     attention: false,
+    scoring: null,
   };
   let disposed = false;
   let queue: Promise<unknown> = Promise.resolve();
@@ -81,6 +82,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
       variant: engine.info.variant,
       maxContextTokens: engine.info.maxContextTokens,
       attention: engine.info.attention,
+      scoring: engine.info.scoring,
     } satisfies Partial<GuardStatus>);
     runtime.onProgress?.({ type: 'session', backend: engine.info.backend });
     runtime.onProgress?.({ type: 'ready', status: { ...status } });

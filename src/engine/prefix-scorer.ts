@@ -19,7 +19,7 @@
 import type { Tensor } from 'onnxruntime-web';
 import { float16Bits } from './float16.js';
 import type { OrtSession } from './ort-session.js';
-import { floatValues, logSoftmaxAt, presentOutputNames, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
+import { estimateForwardBytes, floatValues, kvBytesPerToken, logSoftmaxAt, presentOutputNames, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 
 /** Options for {@link scoreSequencesShared}. */
 export interface PrefixScoreOptions {
@@ -59,7 +59,6 @@ export interface PrefixScoreOutput {
 /** Default byte budget of {@link PrefixScoreOptions.maxBatchBytes}. */
 export const DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024;
 
-const F32 = 4;
 /** Padded / real new tokens a micro-batch may reach before a row goes to the next one. */
 const PADDING_SLACK = 1.25;
 /** Smallest non-final chunk of a row split to fit the budget. */
@@ -90,26 +89,6 @@ interface RowOutput {
   tokenLogProbs?: Float64Array;
   kv?: KvCache;
   attention?: ActionAttention;
-}
-
-/** Bytes of K and V for one token across all layers. */
-export function kvBytesPerToken(dims: ModelDims): number {
-  return 2 * dims.numLayers * dims.numKeyValueHeads * dims.headDim * (dims.kvType === 'float16' ? 2 : F32);
-}
-
-/** Estimated peak bytes of one forward pass of `batch` rows, `past` cached and `seq` new positions, `keep` logits rows. */
-export function estimateForwardBytes(dims: ModelDims, batch: number, past: number, seq: number, keep: number): number {
-  const hidden = dims.hiddenSize ?? dims.numHeads * dims.headDim;
-  const inter = dims.intermediateSize ?? 4 * hidden;
-  const total = past + seq;
-  const kv = batch * (past + total) * kvBytesPerToken(dims);
-  // Scores, mask bias and softmax output of one layer are alive together; ORT frees layer by layer.
-  const attention = 3 * batch * dims.numHeads * seq * total * F32 + batch * seq * total * F32;
-  // Residual, norms, q/k/v/o and the gated MLP's three intermediate tensors of one layer.
-  const activations = batch * seq * (6 * hidden + 3 * inter) * F32;
-  // A model without num_logits_to_keep returns every position's logits.
-  const logits = batch * (dims.fullLogits ? seq : keep) * dims.vocabSize * (F32 + 8);
-  return kv + attention + activations + logits;
 }
 
 /**

@@ -187,6 +187,7 @@ export async function createRemoteEngine(files: TokenizerModelFiles, options: Re
       variant: 'remote',
       maxContextTokens: Math.min(maxPositionsFromConfig(files.config), serverMax),
       attention: false,
+      scoring: null,
       attentionSource: null,
       attentionUnavailable: 'a remote proxy returns log-probs only',
     },

@@ -3,7 +3,7 @@
  *
  * Sequences are left-padded so every row ends with its action, which lets one `num_logits_to_keep`
  * serve the whole batch: only the action positions' logits are materialised, and log-softmax runs
- * on those rows alone. Micro-batches are sized to a token budget so memory stays bounded whatever
+ * on those rows alone. Micro-batches are sized to a token (or byte) budget so memory stays bounded whatever
  * the number of variants.
  */
 import type { Tensor } from 'onnxruntime-web';
@@ -28,8 +28,34 @@ export interface ModelDims {
   fullLogits?: boolean;
 }
 
+/** Padded tokens per pass of {@link scoreSequences} when no budget is given. */
+export const DEFAULT_MAX_BATCH_TOKENS = 8192;
+
 /** Logits bytes a naive micro-batch may materialise when the model returns logits for every position. */
 export const FULL_LOGITS_BUDGET_BYTES = 64 * 1024 * 1024;
+
+/** Bytes of a float32 element. */
+const F32 = 4;
+
+/** Bytes of K and V for one token across all layers. */
+export function kvBytesPerToken(dims: ModelDims): number {
+  return 2 * dims.numLayers * dims.numKeyValueHeads * dims.headDim * (dims.kvType === 'float16' ? 2 : F32);
+}
+
+/** Estimated peak bytes of one forward pass of `batch` rows, `past` cached and `seq` new positions, `keep` logits rows. */
+export function estimateForwardBytes(dims: ModelDims, batch: number, past: number, seq: number, keep: number): number {
+  const hidden = dims.hiddenSize ?? dims.numHeads * dims.headDim;
+  const inter = dims.intermediateSize ?? 4 * hidden;
+  const total = past + seq;
+  const kv = batch * (past + total) * kvBytesPerToken(dims);
+  // Scores, mask bias and softmax output of one layer are alive together; ORT frees layer by layer.
+  const attention = 3 * batch * dims.numHeads * seq * total * F32 + batch * seq * total * F32;
+  // Residual, norms, q/k/v/o and the gated MLP's three intermediate tensors of one layer.
+  const activations = batch * seq * (6 * hidden + 3 * inter) * F32;
+  // A model without num_logits_to_keep returns every position's logits.
+  const logits = batch * (dims.fullLogits ? seq : keep) * dims.vocabSize * (F32 + 8);
+  return kv + attention + activations + logits;
+}
 
 /** A float output's values as float32 (float16 widened). */
 export function floatValues(data: ArrayBufferView, type: string): Float32Array {
@@ -70,8 +96,10 @@ export interface ScoreResult {
 
 /** Options for {@link scoreSequences}. */
 export interface ScoreOptions {
-  /** Upper bound on padded tokens (rows x length) per forward pass. @defaultValue 8192 */
+  /** Upper bound on padded tokens (rows x length) per forward pass. @defaultValue 8192, or none when `maxBatchBytes` is given */
   maxBatchTokens?: number;
+  /** Upper bound on a pass's estimated peak bytes ({@link estimateForwardBytes}). @defaultValue none */
+  maxBatchBytes?: number;
   signal?: AbortSignal;
 }
 
@@ -103,15 +131,18 @@ export function totalTokens(sequences: readonly ScoreSequence[]): number {
   return sequences.reduce((a, s) => a + s.context.length + s.action.length, 0);
 }
 
-/** Groups sequence indexes (sorted by length) into micro-batches under the token budget. */
-export function planBatches(lengths: readonly number[], maxBatchTokens: number): number[][] {
+/**
+ * Groups sequence indexes (sorted by length) into micro-batches: a batch takes the next sequence while
+ * `fits(rows, longest)` holds for it; a sequence that fits nowhere runs alone.
+ */
+export function planBatches(lengths: readonly number[], fits: (rows: number, longest: number) => boolean): number[][] {
   const order = lengths.map((_, i) => i).sort((a, b) => lengths[a]! - lengths[b]!);
   const batches: number[][] = [];
   let cur: number[] = [];
   let curMax = 0;
   for (const i of order) {
     const n = lengths[i]!;
-    if (cur.length > 0 && Math.max(curMax, n) * (cur.length + 1) > maxBatchTokens) {
+    if (cur.length > 0 && !fits(cur.length + 1, Math.max(curMax, n))) {
       batches.push(cur);
       cur = [];
       curMax = 0;
@@ -130,12 +161,16 @@ export async function scoreSequences(
   sequences: readonly ScoreSequence[],
   options: ScoreOptions = {},
 ): Promise<ScoreResult[]> {
-  let maxBatchTokens = options.maxBatchTokens ?? 8192;
+  const { maxBatchBytes } = options;
+  let maxBatchTokens = options.maxBatchTokens ?? (maxBatchBytes === undefined ? DEFAULT_MAX_BATCH_TOKENS : Infinity);
   // Without num_logits_to_keep every position's logits come back: size batches by them (one sequence is the floor).
   if (dims.fullLogits) maxBatchTokens = Math.min(maxBatchTokens, Math.max(1, Math.floor(FULL_LOGITS_BUDGET_BYTES / (dims.vocabSize * 4))));
+  const keep = Math.max(0, ...sequences.map((s) => s.action.length)) + 1;
+  const fits = (rows: number, longest: number): boolean =>
+    rows * longest <= maxBatchTokens && (maxBatchBytes === undefined || estimateForwardBytes(dims, rows, 0, longest, keep) <= maxBatchBytes);
   const results = new Array<ScoreResult>(sequences.length);
   const lengths = sequences.map((s) => s.context.length + s.action.length);
-  for (const batch of planBatches(lengths, maxBatchTokens)) {
+  for (const batch of planBatches(lengths, fits)) {
     options.signal?.throwIfAborted();
     const out = await runBatch(session, dims, batch.map((i) => sequences[i]!));
     batch.forEach((i, k) => (results[i] = out[k]!));

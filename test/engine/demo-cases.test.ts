@@ -51,6 +51,9 @@ describe.skipIf(!existsSync(embeddedModelDir()))("the demo's default cases on th
       try {
         const attack = input(findCase('travel', 'injection', DEMO_SEED)!);
         const [a, b] = [await guard.check(attack), await naive.check(attack)];
+        // On a CPU 'auto' (the default) is the prefix path; the status says which plan runs.
+        expect((await guard.status()).scoring).toBe('prefix');
+        expect((await naive.status()).scoring).toBe('naive');
         expect(b.decision).toBe(a.decision);
         expect(b.flagged).toEqual(a.flagged);
         expect(Math.abs(b.attribution!.user.normalizedDelta - a.attribution!.user.normalizedDelta)).toBeLessThan(1e-4);
@@ -64,7 +67,7 @@ describe.skipIf(!existsSync(embeddedModelDir()))("the demo's default cases on th
 
   it('refuses a scoring plan or batch size it cannot run, naming what is allowed', async () => {
     for (const [options, message] of [
-      [{ scoring: 'fast' }, /Invalid option scoring: received "fast"; allowed: 'prefix' or 'naive'/],
+      [{ scoring: 'fast' }, /Invalid option scoring: received "fast"; allowed: 'auto', 'prefix', 'naive'/],
       [{ maxBatchTokens: 0 }, /Invalid option maxBatchTokens: received 0; allowed: an integer >= 1/],
     ] as const) {
       const bad = createNodeGuard({ backends: ['node'], ...(options as object) });

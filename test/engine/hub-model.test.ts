@@ -17,7 +17,7 @@ import { directoryReader } from '../../src/engine/files-node.js';
 import { float16ToFloat32 } from '../../src/engine/float16.js';
 import { loadModelFiles, type ModelVariant } from '../../src/engine/model-files.js';
 import { createOrtSession, type Backend } from '../../src/engine/ort-session.js';
-import { estimateForwardBytes } from '../../src/engine/prefix-scorer.js';
+import { estimateForwardBytes } from '../../src/engine/scorer.js';
 import { scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer.js';
 import { createNodeGuard } from '../../src/node.js';
 import { findCase } from '../../src/scenarios/index.js';

@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dimsFromConfig } from '../../src/engine/engine';
 import { createOrtSession, type Backend, type OrtSession } from '../../src/engine/ort-session';
-import { DEFAULT_MAX_BATCH_BYTES, estimateForwardBytes, minimumBudgetBytes, scoreSequencesShared, trieMinimumTokens } from '../../src/engine/prefix-scorer';
+import { DEFAULT_MAX_BATCH_BYTES, minimumBudgetBytes, scoreSequencesShared, trieMinimumTokens } from '../../src/engine/prefix-scorer';
+import { estimateForwardBytes } from '../../src/engine/scorer';
 import { scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/tiny-proxy/', import.meta.url));

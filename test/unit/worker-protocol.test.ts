@@ -25,6 +25,7 @@ const READY_STATUS: GuardStatus = {
   variant: 'q4',
   maxContextTokens: 1024,
   attention: false,
+  scoring: 'prefix',
 };
 
 /** A guard case whose action arguments steer the fake guard. */
