@@ -110,6 +110,29 @@ def encode_case(tok: Tokenizer, case: dict, max_len: int, rng: random.Random, wi
     return Example(ids, weights, unlikely)
 
 
+def copy_drill(rng: random.Random, first_id: int, vocab_size: int, bos_id: int) -> Example:
+    """Random tokens, filler, then the same tokens again, trained on the repeat only (after its first token).
+
+    No memorising predicts a random string: only copying it from the context does, which is what an agent
+    does with an IBAN or an id it read in a tool result. The proxy trained without these barely copies
+    values it has not seen in training (test-split IBANs cost ~10 nats a token even in the full context),
+    so removing the result that carries them hardly changes their likelihood.
+    """
+    draw = lambda n: [rng.randrange(first_id, vocab_size) for _ in range(n)]
+    value, before, between = draw(rng.randint(8, 40)), draw(rng.randint(0, 200)), draw(rng.randint(0, 100))
+    ids = [bos_id] + before + value + between + value
+    weights = [0.0] * (len(ids) - len(value) + 1) + [1.0] * (len(value) - 1)
+    return Example(ids, weights)
+
+
+def strip_context(case: dict) -> dict:
+    """The case without its system prompt and tool list, as a guard sees calls from agents that pass neither
+    (the browser extension's page reader); kept whole when a tool description is what drives the call."""
+    if (case.get("driver") or {}).get("kind") == "tool_description":
+        return case
+    return dict(case, messages=[m for m in case["messages"] if m["role"] != "system"], tools=[])
+
+
 def value_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the values in a JSON text (strings, numbers, literals that are not keys)."""
     spans, stack, i, prev = [], [], 0, ""

@@ -21,8 +21,8 @@ import torch.nn.functional as F
 
 import agentdojo
 import bpe
-from data import (counterfactuals, encode_case, load_jsonl, request_counterfactual, trace_request_counterfactual,
-                  trace_texts)
+from data import (copy_drill, counterfactuals, encode_case, load_jsonl, request_counterfactual, strip_context,
+                  trace_request_counterfactual, trace_texts)
 from export_onnx import load
 from proxy_model import ProxyConfig, ProxyLM
 
@@ -154,6 +154,11 @@ def main():
                     help="probability of adding each AgentDojo run's labelled counterfactual copies "
                          "(agentdojo.counterfactuals: an injected call without the user's turns stays, without "
                          "the injected results it goes; a benign call without the injected results stays)")
+    ap.add_argument("--strip-context", type=float, default=0.0,
+                    help="probability of dropping a generator case's system prompt and tool list before its "
+                         "copies are made (data.strip_context): calls from agents that pass neither")
+    ap.add_argument("--copy-drills", type=float, default=0.0,
+                    help="synthetic copy sequences added, as a fraction of the training sequences (data.copy_drill)")
     ap.add_argument("--init", default=None,
                     help="start from this run directory's weights, config and tokenizer (fine-tuning)")
     args = ap.parse_args()
@@ -200,6 +205,9 @@ def main():
             encoded = [_encode_job(j) for j in jobs]
         return [e for e in encoded if e is not None]
 
+    if args.strip_context > 0:
+        sc_rng = random.Random(args.seed + 3)
+        gen_train = [strip_context(c) if sc_rng.random() < args.strip_context else c for c in gen_train]
     # Counterfactual copies are scored with the reasoning masked, as the guard scores them.
     cf = [x for c in gen_train for x in counterfactuals(c) if rng.random() < args.counterfactuals]
     # Their own draws: the default recipe's data stays as it was.
@@ -217,6 +225,11 @@ def main():
     # Most sequences carry their tool list (the guard renders it when the input has one); some go
     # without, as callers that pass no tools do.
     train_ex = enc(gen_train, 1.0, 0.15) + enc(trace_train, 0.8, 0.15) + enc(cf + rq, 1.0, 1.0)
+    if args.copy_drills > 0:
+        cd_rng = random.Random(args.seed + 4)
+        first_id = max(tok.special.values()) + 1
+        train_ex += [copy_drill(cd_rng, first_id, len(vocab), tok.special["<|bos|>"])
+                     for _ in range(int(args.copy_drills * len(train_ex)))]
     val_gen = enc(gen_val, 1.0, 0.0)
     val_traces = enc(trace_val, 0.8, 0.0)
     n_tok = sum(len(e.ids) for e in train_ex)
