@@ -44,6 +44,8 @@ def average_precision(pos, neg):
 RULES = {
     # score > 0 means flagged
     "seed": lambda u, s: s["d"] - u["d"],
+    # The guard's default since 2026-11-23: userWeight 2 (select_user_weight.py).
+    "user_weight_2": lambda u, s: s["d"] - 2 * u["d"],
     "name": lambda u, s: s["d_name"] - u["d_name"],
     "seed_floor0": lambda u, s: s["d"] - max(u["d"], 0.0),
     "name_or_args": lambda u, s: max(s["d_name"] - u["d_name"], min(s["d_args"] - u["d_args"], -u["d_name"])),

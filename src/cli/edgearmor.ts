@@ -26,7 +26,8 @@ options:
   --model <dir>              a model directory (default: the embedded model)
   --variant <q4|fp32|fp16|q4f16>  model file variant (default q4)
   --config <file>            options file (default ./edgearmor.config.json when present)
-  --tau <number>             detection margin (rule: flag span when dS > dU - tau)
+  --tau <number>             detection margin (rule: flag span when dS > w x dU - tau)
+  --user-weight <number>     w, the weight of the user request's delta (default 2; 1 is the seeds' rule)
   --rule <causalarmor|edgearmor>
   --user-request <all|last>
   --mask-cot-for-scoring <true|false>

@@ -46,6 +46,7 @@ export const GUARD_FLAGS = {
   variant: { type: 'string' },
   config: { type: 'string' },
   tau: { type: 'string' },
+  'user-weight': { type: 'string' },
   rule: { type: 'string' },
   'user-request': { type: 'string' },
   'mask-cot-for-scoring': { type: 'string' },
@@ -76,6 +77,7 @@ export function guardOptionsFrom(values: Partial<Record<keyof typeof GUARD_FLAGS
   const variant = variantFlag(values.variant);
   const flags = {
     tau: num(values.tau, '--tau'),
+    userWeight: num(values['user-weight'], '--user-weight'),
     rule: values.rule,
     userRequest: values['user-request'],
     maskCotForScoring: bool(values['mask-cot-for-scoring'], '--mask-cot-for-scoring'),

@@ -96,15 +96,20 @@ export interface AttributionResult {
   variants: VariantAttribution[];
   flagged: FlaggedSpan[];
   detected: boolean;
-  /** Max over spans of the rule's score (dS - dU for the seed rule); null without spans. */
+  /** Max over spans of the rule's score (dS - userWeight x dU for the 'causalarmor' rule); null without spans. */
   score: number | null;
 }
 
+/** The 'causalarmor' rule with the user's delta weighted: flag span i iff dS_i > userWeight x dU - tau (strict); score = dS - userWeight x dU. */
+export function createCausalArmorRule(userWeight: number): DetectionRule {
+  return ({ user, span, tau }) => ({
+    flagged: span.whole > userWeight * user.whole - tau,
+    score: span.whole - userWeight * user.whole,
+  });
+}
+
 /** The seeds' rule: flag span i iff dS_i > dU - tau (strict), on whole-action normalised deltas; score = dS - dU. */
-export const causalArmorRule: DetectionRule = ({ user, span, tau }) => ({
-  flagged: span.whole > user.whole - tau,
-  score: span.whole - user.whole,
-});
+export const causalArmorRule: DetectionRule = createCausalArmorRule(1);
 
 /** Builds the 'edgearmor' rule: a weighted mix of the name-part and argument-part margins with dU floored; flag iff the mix > -tau. */
 export function createEdgeArmorRule(params: ResolvedEdgeArmorRuleOptions): DetectionRule {
@@ -122,8 +127,9 @@ export function createEdgeArmorRule(params: ResolvedEdgeArmorRuleOptions): Detec
 }
 
 /** Returns the built-in rule the resolved options select. */
-export function ruleFromOptions(options: Pick<ResolvedGuardOptions, 'rule' | 'edgearmorRule'>): DetectionRule {
-  return options.rule === 'edgearmor' ? createEdgeArmorRule(options.edgearmorRule) : causalArmorRule;
+export function ruleFromOptions(options: Pick<ResolvedGuardOptions, 'rule' | 'edgearmorRule' | 'userWeight'>): DetectionRule {
+  if (options.rule === 'edgearmor') return createEdgeArmorRule(options.edgearmorRule);
+  return options.userWeight === 1 ? causalArmorRule : createCausalArmorRule(options.userWeight);
 }
 
 /** Input of computeAttribution. */
@@ -264,7 +270,7 @@ export function computeAttribution(input: AttributionInput, options: Attribution
 /** computeAttribution with the rule, tau and rule name taken from resolved options. */
 export function attributeWithOptions(
   input: AttributionInput,
-  options: Pick<ResolvedGuardOptions, 'rule' | 'edgearmorRule' | 'tau'>,
+  options: Pick<ResolvedGuardOptions, 'rule' | 'edgearmorRule' | 'tau' | 'userWeight'>,
 ): AttributionResult {
   return computeAttribution(input, { tau: options.tau, rule: ruleFromOptions(options), ruleName: options.rule });
 }

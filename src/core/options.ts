@@ -101,10 +101,18 @@ export interface ToolPoisoningOptions {
 /** User options of the guard; every field is optional. */
 export interface GuardOptions {
   /**
-   * Margin of the detection rule: span i is flagged iff dS_i > dU - tau (strict, per the seeds).
+   * Margin of the detection rule: span i is flagged iff dS_i > userWeight x dU - tau (strict, per the seeds).
    * @defaultValue 0
    */
   tau?: number | undefined;
+  /**
+   * Weight of the user request's delta in the 'causalarmor' rule: span i is flagged iff dS_i > userWeight x dU - tau.
+   * 1 is the seeds' rule. 2 ranks injected above benign calls better on the generator's validation split and on
+   * AgentDojo guard cases cut from held-out training runs (mean ROC-AUC 0.937 vs 0.930; chosen there, see
+   * README "The detection rule"). Tool-result spans only: tool descriptions keep the seeds' weighting.
+   * @defaultValue 2
+   */
+  userWeight?: number | undefined;
   /**
    * Detection rule: 'causalarmor' is the seeds' rule on whole-action deltas; 'edgearmor' compares tool-name and argument deltas separately with a floor on dU.
    * @defaultValue 'causalarmor'
@@ -198,6 +206,7 @@ export interface ResolvedEdgeArmorRuleOptions {
 /** Guard options after defaults and validation: plain data that survives structuredClone. */
 export interface ResolvedGuardOptions {
   tau: number;
+  userWeight: number;
   rule: DetectionRuleName;
   edgearmorRule: ResolvedEdgeArmorRuleOptions;
   userRequest: UserRequestMode;
@@ -253,6 +262,7 @@ const GUARD_MINDGUARD_OPTIONS: ResolvedMindGuardOptions = Object.freeze({ ...DEF
 /** The one frozen set of defaults. */
 export const DEFAULT_GUARD_OPTIONS: Readonly<ResolvedGuardOptions> = Object.freeze({
   tau: 0,
+  userWeight: 2,
   rule: 'causalarmor',
   edgearmorRule: DEFAULT_EDGEARMOR_RULE_OPTIONS,
   userRequest: 'all',
@@ -381,6 +391,7 @@ export function resolveOptions(options: GuardOptions = {}): ResolvedGuardOptions
   const maxContextTokens = o['maxContextTokens'];
   return {
     tau: finiteNumber(o['tau'], d.tau, 'tau'),
+    userWeight: nonNegativeNumber(o['userWeight'], d.userWeight, 'userWeight'),
     rule: literal(o['rule'], d.rule, ['causalarmor', 'edgearmor'], 'rule'),
     edgearmorRule: resolveRule(o['edgearmorRule']),
     userRequest: literal(o['userRequest'], d.userRequest, ['all', 'last'], 'userRequest'),
@@ -457,6 +468,7 @@ interface EnvEntry {
 // Suffix lists: the first is the EDGEARMOR_ name; later ones are the reference's CAUSAL_ARMOR_ names.
 const ENV_TABLE: readonly EnvEntry[] = [
   { path: ['tau'], suffixes: ['TAU', 'MARGIN_TAU'], parse: parseNumber },
+  { path: ['userWeight'], suffixes: ['USER_WEIGHT'], parse: parseNumber },
   { path: ['rule'], suffixes: ['RULE'], parse: parseText },
   { path: ['userRequest'], suffixes: ['USER_REQUEST'], parse: parseText },
   { path: ['untrustedTools'], suffixes: ['UNTRUSTED_TOOLS'], parse: parseList },

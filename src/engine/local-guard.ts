@@ -197,7 +197,8 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
       unavailable.push('tool definitions were dropped to fit the context window');
       return combineToolPoisoning(null, null, context.action.name, unavailable);
     }
-    const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions(resolved), resolved.tau - tp.leaveOneOutMargin) : null;
+    // Descriptions keep the seeds' weighting of dU: their margin was calibrated with it.
+    const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions({ ...resolved, userWeight: 1 }), resolved.tau - tp.leaveOneOutMargin) : null;
     let attention: MindGuardVerdict | null = null;
     if (!tp.attention) unavailable.push('attention: turned off (toolPoisoning.attention = false)');
     else if (!modelHasAttention) {

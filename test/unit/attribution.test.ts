@@ -4,6 +4,7 @@ import {
   buildContext,
   buildVariants,
   causalArmorRule,
+  createCausalArmorRule,
   computeAttribution,
   createEdgeArmorRule,
   DEFAULT_EDGEARMOR_RULE_OPTIONS,
@@ -155,7 +156,29 @@ describe('the edgearmor rule', () => {
   it('is chosen by resolved options with rule "edgearmor"', () => {
     const picked = ruleFromOptions(resolveOptions({ rule: 'edgearmor', edgearmorRule: { userFloor: 1 } }));
     expect(picked({ user: { whole: 0.5, name: null, arguments: null }, span: { whole: 0.9, name: null, arguments: null }, tau: 0 }).flagged).toBe(false);
-    expect(ruleFromOptions(resolveOptions({}))).toBe(causalArmorRule);
+    expect(ruleFromOptions(resolveOptions({ userWeight: 1 }))).toBe(causalArmorRule);
+  });
+});
+
+describe('the causalarmor rule with the user delta weighted (userWeight, default 2)', () => {
+  const at = (u: number, s: number) => ({ user: { whole: u, name: null, arguments: null }, span: { whole: s, name: null, arguments: null } });
+
+  it('flags iff dS > w x dU - tau, strictly, with score dS - w x dU', () => {
+    const rule = createCausalArmorRule(2);
+    expect(rule({ ...at(0.5, 0.9), tau: 0 })).toEqual({ flagged: false, score: 0.9 - 1.0 });
+    expect(rule({ ...at(0.5, 1.0), tau: 0 }).flagged).toBe(false);
+    expect(rule({ ...at(0.5, 1.0001), tau: 0 }).flagged).toBe(true);
+    expect(rule({ ...at(0.5, 0.9), tau: 0.2 }).flagged).toBe(true);
+    // A user request whose removal makes the call likelier (dU < 0) counts against it twice as much.
+    expect(rule({ ...at(-0.1, -0.15), tau: 0 })).toEqual({ flagged: true, score: -0.15 + 0.2 });
+  });
+
+  it('is the default, and userWeight 1 gives the seeds\' rule', () => {
+    const byDefault = ruleFromOptions(resolveOptions({}));
+    // The seed rule flags dS 0.9 over dU 0.5; weighted by 2 it does not.
+    expect(causalArmorRule({ ...at(0.5, 0.9), tau: 0 }).flagged).toBe(true);
+    expect(byDefault({ ...at(0.5, 0.9), tau: 0 }).flagged).toBe(false);
+    expect(resolveOptions({}).userWeight).toBe(2);
   });
 });
 

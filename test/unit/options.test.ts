@@ -51,12 +51,14 @@ describe('resolveOptions', () => {
   it('says what was received and what is allowed', () => {
     expect(() => resolveOptions({ rule: 'magic' as never })).toThrow('Invalid option rule: received "magic"; allowed: "causalarmor" | "edgearmor".');
     expect(() => resolveOptions({ tau: Number.NaN })).toThrow(/tau: received NaN; allowed: a finite number/);
+    expect(() => resolveOptions({ userWeight: -1 })).toThrow(/userWeight: received -1; allowed: a number >= 0/);
+    expect(() => resolveOptions({ userWeight: '2' as never })).toThrow(/userWeight: received "2"; allowed: a finite number/);
     expect(() => resolveOptions({ timeoutMs: -1 })).toThrow(/timeoutMs.*integer >= 1/);
     expect(() => resolveOptions({ defense: { maxRegenerations: 1.5 } })).toThrow(/defense.maxRegenerations/);
   });
 
   it('rejects unknown option names and lists the known ones', () => {
-    expect(() => resolveOptions({ margin_tau: 1 } as never)).toThrow(/Unknown option margin_tau; known options are tau, rule/);
+    expect(() => resolveOptions({ margin_tau: 1 } as never)).toThrow(/Unknown option margin_tau; known options are tau, userWeight, rule/);
   });
 });
 
@@ -69,8 +71,9 @@ describe('optionsFromEnv', () => {
         EDGEARMOR_UNTRUSTED_TOOLS: 'read_file, get_webpage',
         EDGEARMOR_MAX_REGENERATIONS: '3',
         EDGEARMOR_RULE: 'edgearmor',
+        EDGEARMOR_USER_WEIGHT: '1',
       }),
-    ).toEqual({ tau: 0.5, maskCotForScoring: false, untrustedTools: ['read_file', 'get_webpage'], defense: { maxRegenerations: 3 }, rule: 'edgearmor' });
+    ).toEqual({ tau: 0.5, maskCotForScoring: false, untrustedTools: ['read_file', 'get_webpage'], defense: { maxRegenerations: 3 }, rule: 'edgearmor', userWeight: 1 });
   });
 
   it('accepts the seeds CAUSAL_ARMOR_* names as aliases', () => {
