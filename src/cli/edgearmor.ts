@@ -161,7 +161,8 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict): string 
     const air = tp.air === null ? 'n/a' : fmt(tp.air, 0);
     rows.push(`  tool poisoning: ${tp.detected ? `DETECTED in ${tp.sourceTool} (${tp.flow} flow)` : 'none'}; MindGuard max AIR ${air}${tp.unavailable.length ? `; ${tp.unavailable.join('; ')}` : ''}`);
   }
-  return `${head}\n  rule ${a.rule}, tau ${a.tau}, ${a.actionTokenCount} action tokens, ${v.backend ?? ''} ${v.proxy ?? ''}\n${rows.join('\n')}\n`;
+  const rule = a.userWeight === null ? `rule ${a.rule}` : `rule ${a.rule} (flag when dS > ${a.userWeight} x dU - tau)`;
+  return `${head}\n  ${rule}, tau ${a.tau}, ${a.actionTokenCount} action tokens, ${v.backend ?? ''} ${v.proxy ?? ''}\n${rows.join('\n')}\n`;
 }
 
 async function check(args: string[]): Promise<void> {

@@ -83,6 +83,8 @@ export interface AttributionResult {
   /** Name of the rule used ('custom' for a caller-supplied function). */
   rule: string;
   tau: number;
+  /** Weight of dU in the 'causalarmor' rule (dS > userWeight x dU - tau); null for other rules. */
+  userWeight: number | null;
   /** Real number of scored action tokens. */
   actionTokenCount: number;
   /** Token counts per part, when part labels were given. */
@@ -152,6 +154,8 @@ export interface AttributionOptions {
   rule: DetectionRule;
   /** Name reported in the result. */
   ruleName: string;
+  /** The 'causalarmor' rule's weight of dU, reported in the result. @defaultValue null */
+  userWeight?: number | null;
 }
 
 function getLogProbs(source: AttributionInput['logProbs'], id: string): ArrayLike<number> | undefined {
@@ -254,6 +258,7 @@ export function computeAttribution(input: AttributionInput, options: Attribution
   return {
     rule: options.ruleName,
     tau: options.tau,
+    userWeight: options.userWeight ?? null,
     actionTokenCount: tokenCount,
     partTokenCounts: fullParts === null ? null : { name: fullParts.name.tokenCount, arguments: fullParts.arguments.tokenCount, other: fullParts.other.tokenCount },
     logProbFull: fullSum,
@@ -272,5 +277,6 @@ export function attributeWithOptions(
   input: AttributionInput,
   options: Pick<ResolvedGuardOptions, 'rule' | 'edgearmorRule' | 'tau' | 'userWeight'>,
 ): AttributionResult {
-  return computeAttribution(input, { tau: options.tau, rule: ruleFromOptions(options), ruleName: options.rule });
+  const userWeight = options.rule === 'causalarmor' ? options.userWeight : null;
+  return computeAttribution(input, { tau: options.tau, rule: ruleFromOptions(options), ruleName: options.rule, userWeight });
 }

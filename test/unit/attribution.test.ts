@@ -180,6 +180,16 @@ describe('the causalarmor rule with the user delta weighted (userWeight, default
     expect(byDefault({ ...at(0.5, 0.9), tau: 0 }).flagged).toBe(false);
     expect(resolveOptions({}).userWeight).toBe(2);
   });
+
+  it('reports the weight in the result, and none for the edgearmor rule', () => {
+    const context = buildContext({ messages: [{ role: 'user', content: 'u' }, { role: 'tool', tool_name: 't', content: 'r' }], action: { name: 'a', arguments: {} } }, resolveOptions({}));
+    const variants = buildVariants(context);
+    const logProbs = { full: [-1], 'no-user': [-1.5], 'no-span:0': [-2.2] };
+    // dS 1.2 > dU 0.5: the seeds' rule flags; 1.2 > 2 x 0.5 too; a weight of 3 does not.
+    expect(attributeWithOptions({ spans: context.spans, variants, logProbs }, resolveOptions({}))).toMatchObject({ userWeight: 2, detected: true });
+    expect(attributeWithOptions({ spans: context.spans, variants, logProbs }, resolveOptions({ userWeight: 3 }))).toMatchObject({ userWeight: 3, detected: false });
+    expect(attributeWithOptions({ spans: context.spans, variants, logProbs }, resolveOptions({ rule: 'edgearmor' })).userWeight).toBeNull();
+  });
 });
 
 describe('attribution input checks', () => {
