@@ -55,12 +55,15 @@ function bars(verdict: Verdict): Bar[] {
   return out;
 }
 
-/** The bar chart of normalised deltas with the flag threshold (user Δ − τ) marked, plus a data table. */
+/** The bar chart of normalised deltas with the tool results' flag threshold (w × user Δ − τ) marked, plus a data table. */
 export function attributionChart(verdict: Verdict): HTMLElement {
   const a = verdict.attribution;
   if (!a) return h('p', { class: 'muted' }, verdict.message ?? 'No attribution ran for this call.');
   const data = bars(verdict);
-  const threshold = a.user.normalizedDelta - a.tau;
+  // The 'causalarmor' rule's line for tool results; other rules weigh parts of the call, so the seeds' line is drawn.
+  const weight = a.userWeight ?? 1;
+  const threshold = weight * a.user.normalizedDelta - a.tau;
+  const thresholdName = weight === 1 ? 'user Δ − τ' : `${weight} × user Δ − τ`;
   const values = [0, threshold, ...data.map((d) => d.value)];
   const lo = Math.min(...values);
   const hi = Math.max(...values);
@@ -80,7 +83,7 @@ export function attributionChart(verdict: Verdict): HTMLElement {
     s(
       'desc',
       { id: descId },
-      `Flag threshold ${fmt(threshold)} (user delta ${fmt(a.user.normalizedDelta)} minus tau ${fmt(a.tau)}). ` +
+      `Flag threshold ${fmt(threshold)} (${weight === 1 ? '' : `${weight} times `}user delta ${fmt(a.user.normalizedDelta)} minus tau ${fmt(a.tau)}). ` +
         data.map((d) => `${d.label}: ${fmt(d.value)}${d.flagged ? ', flagged' : ''}`).join('; '),
     ),
   );
@@ -98,7 +101,7 @@ export function attributionChart(verdict: Verdict): HTMLElement {
   });
   const tx = x(threshold);
   svg.append(s('line', { x1: tx, x2: tx, y1: top - 8, y2: height - 18, stroke: PALETTE.black, 'stroke-width': 2, 'stroke-dasharray': '5 3' }));
-  svg.append(s('text', { x: tx, y: top - 10, 'text-anchor': 'middle', class: 'tau-label' }, `user Δ − τ (τ = ${fmt(a.tau)})`));
+  svg.append(s('text', { x: tx, y: top - 10, 'text-anchor': 'middle', class: 'tau-label' }, `${thresholdName} (τ = ${fmt(a.tau)})`));
   svg.append(s('text', { x: labelW, y: height - 4, class: 'axis-label' }, `${fmt(lo)}`), s('text', { x: labelW + plotW, y: height - 4, 'text-anchor': 'end', class: 'axis-label' }, `${fmt(hi)}`));
 
   const table = h(
