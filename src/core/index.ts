@@ -4,6 +4,7 @@ export { isPlainObject, toJsonValue, firstLoneSurrogate } from './json.js';
 export * from './limits.js';
 export { GuardCaseSchema, requireUserRequest, type ParsedGuardCase } from './guard-input.js';
 export * from './adapters.js';
+export * from './mcp.js';
 export * from './options.js';
 export * from './context.js';
 export * from './variants.js';
