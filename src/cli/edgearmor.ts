@@ -107,6 +107,7 @@ export function verdictRecord(id: string, v: Verdict): Record<string, unknown> {
     action_tokens: a?.actionTokenCount ?? null,
     rule: a?.rule ?? null,
     tau: a?.tau ?? null,
+    user_weight: a?.userWeight ?? null,
     mindguard: v.toolPoisoning ? toolPoisoningRecord(v.toolPoisoning) : null,
     backend: v.backend ?? null,
     proxy: v.proxy ?? null,
