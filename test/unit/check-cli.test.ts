@@ -1,0 +1,51 @@
+/**
+ * `edgearmor check --json` on the embedded model: one record per case with the MindGuard / tool-poisoning
+ * record, a top-level `detected` that is true when either signal flags, and the same numbers whichever of
+ * the three tool shapes (flat, OpenAI function, MCP inputSchema) the case uses.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { findCase } from '../../src/scenarios/index.js';
+
+const ROOT = join(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'src/cli/edgearmor.ts');
+const TSX = join(ROOT, 'node_modules/.bin/tsx');
+const EMBEDDED_MODEL = join(ROOT, 'public/models/edgearmor-proxy');
+const CLI_TIMEOUT_MS = 120_000;
+
+describe.skipIf(!existsSync(EMBEDDED_MODEL))('edgearmor check --json', () => {
+  it('reports mindguard {detected, source_tool, flow, air} per case, the same for flat, OpenAI and MCP tool shapes', () => {
+    const c = findCase('travel', 'poisoning', 1)!;
+    const tools = c.tools!;
+    const shapes = {
+      flat: tools,
+      openai: tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })),
+      mcp: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters })),
+    };
+    const file = join(mkdtempSync(join(tmpdir(), 'edgearmor-check-cli-')), 'cases.jsonl');
+    writeFileSync(file, Object.entries(shapes).map(([id, t]) => JSON.stringify({ id, messages: c.messages, action: c.action, tools: t })).join('\n') + '\n');
+    const stdout = execFileSync(TSX, [CLI, 'check', file, '--json', '--model', EMBEDDED_MODEL], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, stdio: ['ignore', 'pipe', 'ignore'] });
+    const records = stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+    expect(records.map((r) => r['id'])).toEqual(['flat', 'openai', 'mcp']);
+    for (const r of records) {
+      expect(r).toMatchObject({ reason: 'model', rule: 'causalarmor', user_weight: 2, tau: 0 });
+      const mg = r['mindguard'];
+      expect(Object.keys(mg)).toEqual(expect.arrayContaining(['detected', 'source_tool', 'flow', 'air']));
+      expect(typeof mg.air).toBe('number');
+      expect(mg.source_tool === null).toBe(!mg.detected);
+      expect(mg.detected ? ['control', 'data'] : [null]).toContain(mg.flow);
+      if (mg.detected) expect(tools.map((t) => t.name)).toContain(mg.source_tool);
+      expect(r['detected']).toBe(r['flagged'].length > 0 || mg.detected);
+      expect(r['decision']).toBe(r['detected'] ? 'block' : 'allow');
+    }
+    const [flat, openai, mcp] = records;
+    for (const other of [openai!, mcp!]) {
+      expect(other['log_probs']).toEqual(flat!['log_probs']);
+      expect(other['mindguard']).toEqual(flat!['mindguard']);
+      expect(other['decision']).toBe(flat!['decision']);
+    }
+  }, CLI_TIMEOUT_MS);
+});
