@@ -96,6 +96,15 @@ export interface ToolPoisoningOptions {
    * @defaultValue {}
    */
   mindguard?: MindGuardOptions | undefined;
+  /**
+   * The two thresholds for calls made before any tool result (an agent's first calls), where only tool
+   * poisoning can drive a call. The thresholds above flag 38% of the generator validation split's benign
+   * first calls with the embedded model (they were calibrated on calls made after tool results); these keep
+   * the two signals together at 4.7% there (measured 2026-11-23). How much first-call poisoning they catch is
+   * not measured: the generator has no such conversations yet.
+   * @defaultValue { airThreshold: 5.2, leaveOneOutMargin: 0.32 }
+   */
+  beforeToolResults?: { airThreshold?: number | undefined; leaveOneOutMargin?: number | undefined } | undefined;
 }
 
 /** User options of the guard; every field is optional. */
@@ -229,6 +238,7 @@ export interface ResolvedToolPoisoningOptions {
   leaveOneOutMargin: number;
   attention: boolean;
   mindguard: ResolvedMindGuardOptions;
+  beforeToolResults: { airThreshold: number; leaveOneOutMargin: number };
 }
 
 /** Default defense options. */
@@ -276,7 +286,13 @@ export const DEFAULT_GUARD_OPTIONS: Readonly<ResolvedGuardOptions> = Object.free
   timeoutMs: 30_000,
   maxContextTokens: null,
   defense: DEFAULT_DEFENSE_OPTIONS,
-  toolPoisoning: Object.freeze({ leaveOneOut: true, leaveOneOutMargin: 0.05, attention: true, mindguard: GUARD_MINDGUARD_OPTIONS }),
+  toolPoisoning: Object.freeze({
+    leaveOneOut: true,
+    leaveOneOutMargin: 0.05,
+    attention: true,
+    mindguard: GUARD_MINDGUARD_OPTIONS,
+    beforeToolResults: Object.freeze({ airThreshold: 5.2, leaveOneOutMargin: 0.32 }),
+  }),
 } satisfies ResolvedGuardOptions);
 
 const GUARD_KEYS = Object.keys(DEFAULT_GUARD_OPTIONS);
@@ -413,7 +429,7 @@ function resolveToolPoisoning(value: unknown): ResolvedToolPoisoningOptions {
   const d = DEFAULT_GUARD_OPTIONS.toolPoisoning;
   if (value === undefined) return { ...d };
   if (!isPlainObject(value)) fail('toolPoisoning', value, 'an object');
-  checkKeys(value, ['leaveOneOut', 'leaveOneOutMargin', 'attention', 'mindguard'], 'toolPoisoning.');
+  checkKeys(value, ['leaveOneOut', 'leaveOneOutMargin', 'attention', 'mindguard', 'beforeToolResults'], 'toolPoisoning.');
   let mindguard: ResolvedMindGuardOptions;
   try {
     mindguard = resolveMindGuardOptions({ airThreshold: GUARD_MINDGUARD_OPTIONS.airThreshold, ...((value['mindguard'] ?? {}) as MindGuardOptions) });
@@ -425,6 +441,18 @@ function resolveToolPoisoning(value: unknown): ResolvedToolPoisoningOptions {
     leaveOneOutMargin: finiteNumber(value['leaveOneOutMargin'], d.leaveOneOutMargin, 'toolPoisoning.leaveOneOutMargin'),
     attention: boolean(value['attention'], d.attention, 'toolPoisoning.attention'),
     mindguard,
+    beforeToolResults: resolveBeforeToolResults(value['beforeToolResults']),
+  };
+}
+
+function resolveBeforeToolResults(value: unknown): ResolvedToolPoisoningOptions['beforeToolResults'] {
+  const d = DEFAULT_GUARD_OPTIONS.toolPoisoning.beforeToolResults;
+  if (value === undefined) return { ...d };
+  if (!isPlainObject(value)) fail('toolPoisoning.beforeToolResults', value, 'an object');
+  checkKeys(value, ['airThreshold', 'leaveOneOutMargin'], 'toolPoisoning.beforeToolResults.');
+  return {
+    airThreshold: nonNegativeNumber(value['airThreshold'], d.airThreshold, 'toolPoisoning.beforeToolResults.airThreshold'),
+    leaveOneOutMargin: finiteNumber(value['leaveOneOutMargin'], d.leaveOneOutMargin, 'toolPoisoning.beforeToolResults.leaveOneOutMargin'),
   };
 }
 

@@ -197,8 +197,12 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
       unavailable.push('tool definitions were dropped to fit the context window');
       return combineToolPoisoning(null, null, context.action.name, unavailable);
     }
+    // Before any tool result only tool poisoning can drive a call, and both signals get their own thresholds.
+    const beforeToolResults = context.messages.every((m) => m.role !== 'tool');
+    const margin = beforeToolResults ? tp.beforeToolResults.leaveOneOutMargin : tp.leaveOneOutMargin;
+    const mindguardOptions = beforeToolResults ? { ...tp.mindguard, airThreshold: tp.beforeToolResults.airThreshold } : tp.mindguard;
     // Descriptions keep the seeds' weighting of dU: their margin was calibrated with it.
-    const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions({ ...resolved, userWeight: 1 }), resolved.tau - tp.leaveOneOutMargin) : null;
+    const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions({ ...resolved, userWeight: 1 }), resolved.tau - margin) : null;
     let attention: MindGuardVerdict | null = null;
     if (!tp.attention) unavailable.push('attention: turned off (toolPoisoning.attention = false)');
     else if (!modelHasAttention) {
@@ -219,7 +223,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
           controlTarget: [{ start: 0, end: Math.max(1, nameRows) }],
           dataTarget: scores.actionLayout.valueRows,
         },
-        tp.mindguard,
+        mindguardOptions,
       );
     }
     return combineToolPoisoning(loo, attention, context.action.name, unavailable);

@@ -1,0 +1,58 @@
+/**
+ * Calls made before any tool result: only tool poisoning can drive them, and the guard judges them with
+ * their own thresholds (toolPoisoning.beforeToolResults), calibrated on the generator's validation split
+ * because the after-results thresholds flagged 38% of clean first calls there. On test-split first calls:
+ * the own thresholds flag fewer, only ever a subset of what the after-results thresholds flag, and report
+ * the threshold MindGuard used.
+ */
+import { existsSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resolveOptions } from '../../src/core/index.js';
+import { embeddedModelDir } from '../../src/engine/files-node.js';
+import { createNodeGuard } from '../../src/node.js';
+import { generateCase } from '../../src/scenarios/index.js';
+
+const MODEL_TIMEOUT_MS = 180_000;
+const CASES = 24;
+
+/** The first call of the first `n` clean test-split conversations, with the tools they had. */
+function firstCalls(n: number) {
+  const out = [];
+  for (let i = 0; out.length < n; i++) {
+    const c = generateCase('test', 3, i);
+    const at = c.messages.findIndex((m) => m.role === 'assistant' && (m.tool_calls?.length ?? 0) > 0);
+    if (c.label !== 'benign' || c.kind.includes('ignored') || at < 0 || !c.tools?.length) continue;
+    out.push({ messages: c.messages.slice(0, at), action: c.messages[at]!.tool_calls![0]!, tools: c.tools });
+  }
+  return out;
+}
+
+describe.skipIf(!existsSync(embeddedModelDir()))('tool-poisoning checks before any tool result', () => {
+  const guard = createNodeGuard({ backends: ['node'] });
+  const asAfter = createNodeGuard({ backends: ['node'], toolPoisoning: { beforeToolResults: { airThreshold: 2.2, leaveOneOutMargin: 0.05 } } });
+  afterAll(async () => {
+    await guard.dispose();
+    await asAfter.dispose();
+  });
+
+  it('flags fewer clean first calls than the after-results thresholds would, and a subset of them', async () => {
+    const own: boolean[] = [];
+    const after: boolean[] = [];
+    for (const input of firstCalls(CASES)) {
+      const [a, b] = [await guard.check(input), await asAfter.check(input)];
+      expect(a.toolPoisoning?.attention?.threshold).toBe(5.2);
+      expect(b.toolPoisoning?.attention?.threshold).toBe(2.2);
+      own.push(a.decision === 'block');
+      after.push(b.decision === 'block');
+      if (a.decision === 'block') expect(b.decision).toBe('block');
+    }
+    expect(own.filter(Boolean).length).toBeLessThan(after.filter(Boolean).length);
+  }, MODEL_TIMEOUT_MS);
+
+  it('resolves and validates the thresholds', () => {
+    expect(resolveOptions({}).toolPoisoning.beforeToolResults).toEqual({ airThreshold: 5.2, leaveOneOutMargin: 0.32 });
+    expect(resolveOptions({ toolPoisoning: { beforeToolResults: { airThreshold: 3 } } }).toolPoisoning.beforeToolResults).toEqual({ airThreshold: 3, leaveOneOutMargin: 0.32 });
+    expect(() => resolveOptions({ toolPoisoning: { beforeToolResults: { airThreshold: -1 } } })).toThrow(/toolPoisoning.beforeToolResults.airThreshold: received -1; allowed: a number >= 0/);
+    expect(() => resolveOptions({ toolPoisoning: { beforeToolResults: { air: 3 } as never } })).toThrow(/Unknown option toolPoisoning.beforeToolResults.air; known options are airThreshold, leaveOneOutMargin/);
+  });
+});
