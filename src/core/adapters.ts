@@ -5,7 +5,8 @@ import type { GuardInput, JsonObject, JsonValue, Message, MessageToolCall, Role,
 
 const ROLES: readonly Role[] = ['system', 'user', 'assistant', 'tool'];
 
-function requireString(value: unknown, where: string): string {
+/** `value` as text a guard input may carry, or an InvalidInputError naming `where`. */
+export function requireString(value: unknown, where: string): string {
   if (typeof value !== 'string') {
     throw new InvalidInputError(`${where}: expected a string, received ${describeValue(value)}.`, { where, received: describeType(value) });
   }
@@ -14,7 +15,8 @@ function requireString(value: unknown, where: string): string {
   return value;
 }
 
-function requireName(value: unknown, where: string): string {
+/** `value` as a tool or action name, or an InvalidInputError naming `where`. */
+export function requireName(value: unknown, where: string): string {
   if (typeof value !== 'string') {
     throw new InvalidInputError(`${where}: expected a non-empty name, received ${describeValue(value)}.`, { where, received: describeType(value) });
   }

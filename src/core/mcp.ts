@@ -6,7 +6,7 @@
  */
 import { InvalidInputError } from './errors.js';
 import { describeType, isPlainObject, toJsonValue } from './json.js';
-import { normalizeTools } from './adapters.js';
+import { normalizeTools, requireName, requireString } from './adapters.js';
 import type { GuardInput, JsonObject, Message, ToolCall, ToolSpec } from './types.js';
 
 /** A JSON-RPC message's `result` (or the bare result when `value` is not an envelope); a JSON-RPC error is an InvalidInputError. */
@@ -48,12 +48,11 @@ export function fromMcpToolsCall(request: unknown, where = 'call'): ToolCall {
     throw new InvalidInputError(`${where}: expected a JSON-RPC request with method "tools/call", received ${method}.`, { where });
   }
   const params = request['params'];
-  if (!isPlainObject(params) || typeof params['name'] !== 'string' || params['name'] === '') {
-    throw new InvalidInputError(`${where}.params: expected {name, arguments?} with a non-empty tool name.`, { where });
-  }
+  if (!isPlainObject(params)) throw new InvalidInputError(`${where}.params: expected {name, arguments?}, received ${describeType(params)}.`, { where });
+  const name = requireName(params['name'], `${where}.params.name`);
   const args = params['arguments'] ?? {};
   if (!isPlainObject(args)) throw new InvalidInputError(`${where}.params.arguments: expected an object, received ${describeType(args)}.`, { where });
-  return { name: params['name'], arguments: toJsonValue(args, `${where}.params.arguments`) as JsonObject };
+  return { name, arguments: toJsonValue(args, `${where}.params.arguments`) as JsonObject };
 }
 
 /** The text an agent reads from one content block of a tool result; non-text media become a marker. */
@@ -61,8 +60,7 @@ function blockText(block: unknown, where: string): string {
   if (!isPlainObject(block)) throw new InvalidInputError(`${where}: expected a content block, received ${describeType(block)}.`, { where });
   switch (block['type']) {
     case 'text':
-      if (typeof block['text'] !== 'string') throw new InvalidInputError(`${where}.text: expected a string, received ${describeType(block['text'])}.`, { where });
-      return block['text'];
+      return requireString(block['text'], `${where}.text`);
     case 'resource': {
       // An embedded resource's text is tool output like any other: untrusted, scored.
       const resource = isPlainObject(block['resource']) ? block['resource'] : {};
