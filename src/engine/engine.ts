@@ -264,6 +264,8 @@ export function dimsFromConfig(config: Record<string, unknown>, padTokenId: numb
 /** Loads a model's verified files into an engine on the chosen backend. */
 export async function createEngine(files: ModelFiles, options: EngineOptions): Promise<ProxyEngine> {
   const plan = scoringPlan(options.backend, options);
+  // Raw sequences (baselines, the protocol server) run as given, on the naive path.
+  const rawPlan = scoringPlan(options.backend, { ...options, scoring: 'naive' });
   const { tokenizer, format } = proxyTokenizerFor(files, options.chatTemplate);
   const dims = dimsFromConfig(files.config, padTokenIdOf(files.config, tokenizer));
   const open = async (model: Uint8Array): Promise<OrtSession> => {
@@ -318,8 +320,7 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
     tokenizer,
     ...(format ? { format } : {}),
     run: (sequences, signal) => runSequences(session, dims, sequences, plan, signal),
-    // Raw sequences (baselines, the protocol server) run as given, on the naive path.
-    runTokens: (sequences, signal) => runSequences(session, dims, sequences, scoringPlan(options.backend, { ...options, scoring: 'naive' }), signal),
+    runTokens: (sequences, signal) => runSequences(session, dims, sequences, rawPlan, signal),
     dispose: () => session.release(),
   });
 }
