@@ -58,16 +58,17 @@ def main():
     ap.add_argument("--run", required=True)
     ap.add_argument("--cases", required=True)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     torch.set_num_threads(2)
-    model = load(args.run)
+    model = load(args.run).to(args.device)
     tok = Tokenizer.load(f"{args.run}/tokenizer.json")
     full, ablated, n_cases = [], [], 0
     for case in load_jsonl(args.cases, args.limit):
         picked, source = copied_value_tokens(tok, case)
         if not picked:
             continue
-        res = score_case(model, tok, case, model.cfg.max_position_embeddings, False)
+        res = score_case(model, tok, case, model.cfg.max_position_embeddings, False, args.device)
         by = {r["variant"]: r["token_logprobs"] for r in res["variants"]}
         full += [by["full"][k] for k in picked]
         ablated += [by[f"no-span:{source}"][k] for k in picked]

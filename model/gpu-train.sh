@@ -11,7 +11,7 @@
 # DATA holds train.jsonl.xz (generator train split, 60,000 cases, seed 1), validation.jsonl.xz,
 # traces.jsonl.xz (the AgentDojo training traces) and, when a run holds traces out, adv-val.jsonl.xz
 # (python3 model/agentdojo.py --out $DATA/adv-val.jsonl.xz). Runs land in model/runs/gpu-<name>/ and,
-# with $OUT set, their weights (fp16, to fit the transfer) and scores in $OUT/runs.tar.xz.part-*.
+# with $OUT set, their weights (fp16, to fit the transfer), scores and copy probe in $OUT/runs.tar.xz.part-*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${DATA:-.gpu}
@@ -37,6 +37,15 @@ for spec in "$@"; do
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || { tail -30 model/runs/gpu-*/train.out; exit 1; }; done
+# Weights leave first (fp16, to fit the transfer), so a scoring pass cut short by the call's time limit
+# loses only scores, never a run.
+for name in "${names[@]}"; do
+  run=model/runs/gpu-$name
+  python3 -c "import torch,sys; sd=torch.load(sys.argv[1]); torch.save({k: v.half() for k, v in sd.items()}, sys.argv[2])" \
+    "$run/model.pt" "$run/model-fp16.pt"
+done
+pack() { [ -z "${OUT:-}" ] || tar cf - --exclude=model.pt model/runs/gpu-* | xz -1 -T16 | split -b 15M - "$OUT/$1.tar.xz.part-"; }
+pack runs
 spids=()
 for name in "${names[@]}"; do
   run=model/runs/gpu-$name
@@ -48,19 +57,21 @@ for name in "${names[@]}"; do
       --out "$run/adv-val-scores.jsonl" > /dev/null &
     spids+=($!)
   fi
+  # How well it copies values from context into the call (model/copy_probe.py), on validation cases.
+  python3 model/copy_probe.py --device "$DEVICE" --run "$run" --cases "$DATA/validation.jsonl.xz" --limit 300 \
+    > "$run/copy-probe.json" &
+  spids+=($!)
 done
 for p in "${spids[@]}"; do wait "$p"; done
 for name in "${names[@]}"; do
   run=model/runs/gpu-$name
   python3 -c "import json,sys; l=json.load(open(sys.argv[1])); print(sys.argv[2], {k: l.get(k) for k in ('steps_done','tokens_seen','best_step','validation_loss','trace_validation_loss')})" "$run/train-log.json" "$name"
+  echo "copy probe: $(cat "$run/copy-probe.json")"
   for split in validation adv-val; do
     [ -f "$run/$split-scores.jsonl" ] || continue
-    echo "== $name $split"; python3 model/loo_report.py "$run/$split-scores.jsonl" | grep -E 'seed|name '
+    echo "== $name $split"; python3 model/loo_report.py "$run/$split-scores.jsonl" | grep -E 'seed|name |user_weight_2'
   done
-  python3 -c "import torch,sys; sd=torch.load(sys.argv[1]); torch.save({k: v.half() for k, v in sd.items()}, sys.argv[2])" \
-    "$run/model.pt" "$run/model-fp16.pt"
 done
-if [ -n "${OUT:-}" ]; then
-  tar cf - --exclude=model.pt model/runs/gpu-* | xz -1 -T16 | split -b 15M - "$OUT/runs.tar.xz.part-"
-  ls -la "$OUT"
-fi
+rm -f "${OUT:-/nonexistent}"/runs.tar.xz.part-*
+pack runs
+[ -z "${OUT:-}" ] || ls -la "$OUT"

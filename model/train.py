@@ -25,6 +25,7 @@ from data import (copy_drill, counterfactuals, encode_case, load_jsonl, request_
                   trace_request_counterfactual, trace_texts)
 from export_onnx import load
 from proxy_model import ProxyConfig, ProxyLM
+from scramble import scramble_values
 
 
 def batches(examples, max_tokens: int, rng: random.Random):
@@ -157,6 +158,8 @@ def main():
     ap.add_argument("--strip-context", type=float, default=0.0,
                     help="probability of dropping a generator case's system prompt and tool list before its "
                          "copies are made (data.strip_context): calls from agents that pass neither")
+    ap.add_argument("--scramble-values", type=float, default=0.0,
+                    help="fraction of training conversations whose copied identifiers are redrawn (data.scramble_values)")
     ap.add_argument("--copy-drills", type=float, default=0.0,
                     help="synthetic copy sequences added, as a fraction of the training sequences (data.copy_drill)")
     ap.add_argument("--init", default=None,
@@ -222,6 +225,11 @@ def main():
         functions = agentdojo.user_task_functions(trace_train)
         cf += [x for t in trace_train for x in agentdojo.counterfactuals(t, functions, ad_rng)
                if ad_rng.random() < args.trace_counterfactuals]
+    if args.scramble_values > 0:
+        # After the counterfactuals are cut, which find AgentDojo's attacker values by their real text.
+        sv_rng = random.Random(args.seed + 5)
+        sv = lambda cases: [scramble_values(c, sv_rng) if sv_rng.random() < args.scramble_values else c for c in cases]
+        gen_train, trace_train, cf, rq = sv(gen_train), sv(trace_train), sv(cf), sv(rq)
     # Most sequences carry their tool list (the guard renders it when the input has one); some go
     # without, as callers that pass no tools do.
     train_ex = enc(gen_train, 1.0, 0.15) + enc(trace_train, 0.8, 0.15) + enc(cf + rq, 1.0, 1.0)
