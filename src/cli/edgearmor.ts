@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseGuardInput } from '../core/adapters.js';
 import { EdgeArmorError, InvalidInputError } from '../core/errors.js';
-import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE, variantFlag } from './flags.js';
+import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE, variantFlag, withNegativeNumbers } from './flags.js';
 import type { GuardInput } from '../core/types.js';
 import type { ToolPoisoningVerdict } from '../core/tool-poisoning.js';
 import type { Verdict } from '../core/verdict.js';
@@ -168,7 +168,7 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict): string 
 
 async function check(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
-    args,
+    args: withNegativeNumbers(args),
     allowPositionals: true,
     options: {
       json: { type: 'boolean' },

@@ -16,7 +16,7 @@ import {
   type EvalMethod,
 } from '../eval/index.js';
 import { resolveOptions } from '../core/options.js';
-import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE } from './flags.js';
+import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE, withNegativeNumbers } from './flags.js';
 
 const EVAL_USAGE = `usage: edgearmor eval <cases.jsonl> [more.jsonl ...] [options]
 
@@ -61,7 +61,7 @@ function intFlag(value: string | undefined, flag: string, min: number): number |
 /** Runs the eval subcommand with its arguments. */
 export async function evalCommand(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
-    args,
+    args: withNegativeNumbers(args),
     allowPositionals: true,
     options: {
       json: { type: 'boolean' },

@@ -33,6 +33,26 @@ export function num(value: string | undefined, flag: string): number | undefined
 }
 
 
+/**
+ * `--tau -0.2` as `--tau=-0.2`: node's parseArgs takes an argument that starts with a dash for a flag and
+ * refuses the pair as ambiguous, and the guard's tau is negative by default, so negative values are common.
+ * Only a flag directly followed by a number literal is joined; everything else passes through unchanged.
+ */
+export function withNegativeNumbers(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const next = args[i + 1];
+    if (a.startsWith('--') && !a.includes('=') && next !== undefined && /^-(\d|\.\d)/.test(next) && Number.isFinite(Number(next))) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else {
+      out.push(a);
+    }
+  }
+  return out;
+}
+
 /** The --variant flag: a model variant, q4 when absent. */
 export function variantFlag(value: string | undefined): ModelVariant {
   const variant = value ?? 'q4';
