@@ -81,9 +81,10 @@ export interface ToolPoisoningOptions {
   leaveOneOut?: boolean | undefined;
   /**
    * Extra margin a tool description's normalised delta must clear over the user's (dT - dU > margin - tau).
-   * 0.05 keeps this signal's false-positive rate at 3.8% on the generator's validation split with the
-   * embedded model (0% on AgentDojo guard cases cut from held-out training runs; measured 2026-11-23).
-   * @defaultValue 0.05
+   * With the default tau (-0.1), -0.05 flags a description when dT - dU > 0.05: 95% of the generator
+   * validation split's poisoned calls at 1.4% false positives with the embedded model (none on AgentDojo
+   * guard cases cut from held-out training runs; measured 2026-11-23).
+   * @defaultValue -0.05
    */
   leaveOneOutMargin?: number | undefined;
   /**
@@ -98,11 +99,12 @@ export interface ToolPoisoningOptions {
   mindguard?: MindGuardOptions | undefined;
   /**
    * The two thresholds for calls made before any tool result (an agent's first calls), where only tool
-   * poisoning can drive a call. The thresholds above flag 38% of the generator validation split's benign
-   * first calls with the embedded model (they were calibrated on calls made after tool results); these keep
-   * the two signals together at 4.7% there (measured 2026-11-23). How much first-call poisoning they catch is
-   * not measured: the generator has no such conversations yet.
-   * @defaultValue { airThreshold: 5.2, leaveOneOutMargin: 0.32 }
+   * poisoning can drive a call. Each signal alone flags at most 2.5% of the generator validation split's
+   * clean first calls with the embedded model at the default tau (the margin, like leaveOneOutMargin, is
+   * relative to tau), together 4.7% (`npx tsx eval/calibrate-first-calls.ts`,
+   * measured 2026-11-23; 7.5% of the test split's). How much first-call poisoning they catch is not
+   * measured: the generator has no such conversations yet.
+   * @defaultValue { airThreshold: 0.81, leaveOneOutMargin: 0.26 }
    */
   beforeToolResults?: { airThreshold?: number | undefined; leaveOneOutMargin?: number | undefined } | undefined;
 }
@@ -111,14 +113,19 @@ export interface ToolPoisoningOptions {
 export interface GuardOptions {
   /**
    * Margin of the detection rule: span i is flagged iff dS_i > userWeight x dU - tau (strict, per the seeds).
-   * @defaultValue 0
+   * The seeds' default, 0, flags the most; -0.1 is the embedded model's calibrated operating point: the best
+   * mean of (TPR - FPR) over the generator's validation split and AgentDojo guard cases cut from held-out
+   * training runs (0.80 vs 0.74 at 0, where 30% of those real agents' benign calls are blocked; measured
+   * 2026-11-23, README "The detection rule"). Tool descriptions' margins are relative to it as well.
+   * @defaultValue -0.1
    */
   tau?: number | undefined;
   /**
    * Weight of the user request's delta in the 'causalarmor' rule: span i is flagged iff dS_i > userWeight x dU - tau.
    * 1 is the seeds' rule. 2 ranks injected above benign calls better on the generator's validation split and on
-   * AgentDojo guard cases cut from held-out training runs (mean ROC-AUC 0.937 vs 0.930; chosen there, see
-   * README "The detection rule"). Tool-result spans only: tool descriptions keep the seeds' weighting.
+   * AgentDojo guard cases cut from held-out training runs (mean ROC-AUC 0.937 vs 0.930 with the model it was
+   * chosen for; with the current one 2 and 3 are equal, see README "The detection rule"). Tool-result spans
+   * only: tool descriptions keep the seeds' weighting.
    * @defaultValue 2
    */
   userWeight?: number | undefined;
@@ -189,7 +196,7 @@ export interface GuardOptions {
   defense?: DefenseOptions | undefined;
   /**
    * Tool-poisoning signals, used when the input lists its tools.
-   * @defaultValue { leaveOneOut: true, leaveOneOutMargin: 0.05, attention: true, mindguard: {} }
+   * @defaultValue { leaveOneOut: true, leaveOneOutMargin: -0.05, attention: true, mindguard: {} }
    */
   toolPoisoning?: ToolPoisoningOptions | undefined;
 }
@@ -263,15 +270,16 @@ export const DEFAULT_EDGEARMOR_RULE_OPTIONS: Readonly<ResolvedEdgeArmorRuleOptio
  * MindGuard inside the guard: the paper's defaults except the AIR threshold, calibrated to ~5% false
  * positives on the generator's validation split (`npm run eval -- data/validation.jsonl`, method
  * `edgearmor/mindguard`). Rechecked 2026-11-23 with the current embedded model: AIR ranks poisoned above
- * clean tool lists with ROC-AUC 0.94 there; 2.2 flags 56% of poisoned calls at 3% false positives (9% on
- * AgentDojo guard cases cut from held-out training runs), where the paper's tau 0.5 flags most clean calls.
+ * clean tool lists with ROC-AUC 0.96 there; 2.2 flags 37% of poisoned calls at 0.3% false positives (1.3% on
+ * AgentDojo guard cases cut from held-out training runs). Leave-one-out over descriptions catches 95% there,
+ * and lower AIR thresholds added 3 points of recall for 4 of false positives, so 2.2 stays a second opinion.
  * Pass `toolPoisoning.mindguard.airThreshold: 0.5` for the paper's operating point.
  */
 const GUARD_MINDGUARD_OPTIONS: ResolvedMindGuardOptions = Object.freeze({ ...DEFAULT_MINDGUARD_OPTIONS, airThreshold: 2.2 });
 
 /** The one frozen set of defaults. */
 export const DEFAULT_GUARD_OPTIONS: Readonly<ResolvedGuardOptions> = Object.freeze({
-  tau: 0,
+  tau: -0.1,
   userWeight: 2,
   rule: 'causalarmor',
   edgearmorRule: DEFAULT_EDGEARMOR_RULE_OPTIONS,
@@ -288,10 +296,10 @@ export const DEFAULT_GUARD_OPTIONS: Readonly<ResolvedGuardOptions> = Object.free
   defense: DEFAULT_DEFENSE_OPTIONS,
   toolPoisoning: Object.freeze({
     leaveOneOut: true,
-    leaveOneOutMargin: 0.05,
+    leaveOneOutMargin: -0.05,
     attention: true,
     mindguard: GUARD_MINDGUARD_OPTIONS,
-    beforeToolResults: Object.freeze({ airThreshold: 5.2, leaveOneOutMargin: 0.32 }),
+    beforeToolResults: Object.freeze({ airThreshold: 0.81, leaveOneOutMargin: 0.26 }),
   }),
 } satisfies ResolvedGuardOptions);
 

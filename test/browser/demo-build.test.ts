@@ -54,7 +54,7 @@ describe.skipIf(!CAN_RUN)('the built demo (vite build + preview) in Chromium wit
       expect(decision).toBe(shown);
       await expect(page.locator('#chart svg title').first().textContent()).resolves.toMatch(/log-probability/);
       // The threshold line is the default rule's: twice the user's delta, minus tau.
-      await expect(page.locator('#chart .tau-label').textContent()).resolves.toBe('2 × user Δ − τ (τ = 0.000)');
+      await expect(page.locator('#chart .tau-label').textContent()).resolves.toBe('2 × user Δ − τ (τ = -0.100)');
 
       // Tool poisoning: the MindGuard graph and heatmap, when the model exports attention.
       await page.selectOption('#variant', 'poisoning');

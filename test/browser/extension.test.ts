@@ -89,15 +89,17 @@ describe.skipIf(!CAN_RUN)('the MV3 example extension in Chromium', () => {
   }
 
   it(
-    'checks the call proposed after reading a page with a planted injection, the page text being the tool result',
+    'blocks the call proposed after reading a page with a planted injection, the page text being the tool result',
     async () => {
       const { verdict, page, errors } = await checkPage('/injected.html', { name: 'send_money', arguments: { iban: IBAN, amount: 500 } });
       expect(verdict.reason).toBe('model');
       expect(verdict.backend).toBe('wasm');
       expect(verdict.attribution?.spans.map((s) => [s.messageIndex, s.toolName])).toEqual([[2, 'read_page']]);
-      // The decision itself is the model's: the embedded model misses this page's injection (a known gap,
-      // pinned in test/engine/demo-cases.test.ts); here the browser must agree with Node.
-      if (HAS_REAL_MODEL) expectSameVerdict(verdict, await nodeVerdict(page, { name: 'send_money', arguments: { iban: IBAN, amount: 500 } }));
+      if (HAS_REAL_MODEL) {
+        expect(verdict.decision).toBe('block');
+        expect(verdict.flagged.map((f) => f.messageIndex)).toEqual([2]);
+        expectSameVerdict(verdict, await nodeVerdict(page, { name: 'send_money', arguments: { iban: IBAN, amount: 500 } }));
+      }
       expect(errors).toEqual([]);
       expect(external).toEqual([]);
       await page.close();
@@ -106,7 +108,7 @@ describe.skipIf(!CAN_RUN)('the MV3 example extension in Chromium', () => {
   );
 
   it(
-    'checks the call proposed after reading a clean page',
+    'allows the call proposed after reading a clean page',
     async () => {
       const { verdict, page } = await checkPage('/clean.html', { name: 'book_flight', arguments: { flight: 'LH123' } });
       expect(verdict.reason).toBe('model');

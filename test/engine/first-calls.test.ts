@@ -1,9 +1,9 @@
 /**
  * Calls made before any tool result: only tool poisoning can drive them, and the guard judges them with
  * their own thresholds (toolPoisoning.beforeToolResults), calibrated on the generator's validation split
- * because the after-results thresholds flagged 38% of clean first calls there. On test-split first calls:
- * the own thresholds flag fewer, only ever a subset of what the after-results thresholds flag, and report
- * the threshold MindGuard used.
+ * because the after-results thresholds flag far more clean first calls (eval/calibrate-first-calls.ts). On
+ * test-split first calls: each call is blocked exactly when a signal clears its first-call threshold, fewer are
+ * blocked than with the after-results thresholds, and the verdict reports the threshold MindGuard used.
  */
 import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -29,29 +29,33 @@ function firstCalls(n: number) {
 
 describe.skipIf(!existsSync(embeddedModelDir()))('tool-poisoning checks before any tool result', () => {
   const guard = createNodeGuard({ backends: ['node'] });
-  const asAfter = createNodeGuard({ backends: ['node'], toolPoisoning: { beforeToolResults: { airThreshold: 2.2, leaveOneOutMargin: 0.05 } } });
+  const asAfter = createNodeGuard({ backends: ['node'], toolPoisoning: { beforeToolResults: { airThreshold: 2.2, leaveOneOutMargin: -0.05 } } });
   afterAll(async () => {
     await guard.dispose();
     await asAfter.dispose();
   });
 
-  it('flags fewer clean first calls than the after-results thresholds would, and a subset of them', async () => {
+  it('judges first calls by their own thresholds, and flags fewer clean ones than the after-results thresholds would', async () => {
     const own: boolean[] = [];
     const after: boolean[] = [];
     for (const input of firstCalls(CASES)) {
       const [a, b] = [await guard.check(input), await asAfter.check(input)];
-      expect(a.toolPoisoning?.attention?.threshold).toBe(5.2);
+      expect(a.toolPoisoning?.attention?.threshold).toBe(0.81);
       expect(b.toolPoisoning?.attention?.threshold).toBe(2.2);
+      // Blocked exactly when one of the two signals clears its first-call threshold (no tool result: no
+      // spans); a description must clear dT - dU > margin - tau = 0.26 + 0.1.
+      const dU = a.attribution!.user.normalizedDelta;
+      const overMargin = a.toolPoisoning!.leaveOneOut!.tools.some((t) => t.normalizedDelta - dU > 0.36);
+      expect(a.decision === 'block').toBe(a.toolPoisoning!.air! > 0.81 || overMargin);
       own.push(a.decision === 'block');
       after.push(b.decision === 'block');
-      if (a.decision === 'block') expect(b.decision).toBe('block');
     }
     expect(own.filter(Boolean).length).toBeLessThan(after.filter(Boolean).length);
   }, MODEL_TIMEOUT_MS);
 
   it('resolves and validates the thresholds', () => {
-    expect(resolveOptions({}).toolPoisoning.beforeToolResults).toEqual({ airThreshold: 5.2, leaveOneOutMargin: 0.32 });
-    expect(resolveOptions({ toolPoisoning: { beforeToolResults: { airThreshold: 3 } } }).toolPoisoning.beforeToolResults).toEqual({ airThreshold: 3, leaveOneOutMargin: 0.32 });
+    expect(resolveOptions({}).toolPoisoning.beforeToolResults).toEqual({ airThreshold: 0.81, leaveOneOutMargin: 0.26 });
+    expect(resolveOptions({ toolPoisoning: { beforeToolResults: { airThreshold: 3 } } }).toolPoisoning.beforeToolResults).toEqual({ airThreshold: 3, leaveOneOutMargin: 0.26 });
     expect(() => resolveOptions({ toolPoisoning: { beforeToolResults: { airThreshold: -1 } } })).toThrow(/toolPoisoning.beforeToolResults.airThreshold: received -1; allowed: a number >= 0/);
     expect(() => resolveOptions({ toolPoisoning: { beforeToolResults: { air: 3 } as never } })).toThrow(/Unknown option toolPoisoning.beforeToolResults.air; known options are airThreshold, leaveOneOutMargin/);
   });

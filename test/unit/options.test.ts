@@ -13,7 +13,7 @@ describe('resolveOptions', () => {
   it('fills the documented defaults', () => {
     const o = resolveOptions();
     expect(o).toEqual(DEFAULT_GUARD_OPTIONS);
-    expect(o.tau).toBe(0);
+    expect(o.tau).toBe(-0.1);
     expect(o.rule).toBe('causalarmor');
     expect(o.userRequest).toBe('all');
     expect(o.untrustedTools).toBeNull();

@@ -64,9 +64,9 @@ describe('the combined tool-poisoning verdict', () => {
 });
 
 describe('tool-poisoning options', () => {
-  it('defaults to the calibrated leave-one-out margin 0.05 and AIR threshold 2.2, both signals on', () => {
+  it('defaults to the calibrated leave-one-out margin -0.05 (0.05 over dU at the default tau) and AIR threshold 2.2, both signals on', () => {
     const tp = resolveOptions({}).toolPoisoning;
-    expect([tp.leaveOneOut, tp.leaveOneOutMargin, tp.attention, tp.mindguard.airThreshold]).toEqual([true, 0.05, true, 2.2]);
+    expect([tp.leaveOneOut, tp.leaveOneOutMargin, tp.attention, tp.mindguard.airThreshold]).toEqual([true, -0.05, true, 2.2]);
     expect(resolveOptions({ toolPoisoning: { leaveOneOut: false } }).toolPoisoning.mindguard.airThreshold).toBe(2.2);
   });
 
