@@ -162,6 +162,25 @@ export async function timed(reps: number, fn: () => Promise<unknown>): Promise<n
 }
 
 /**
+ * Times several functions `reps` times each, interleaved (a round runs each once, the order rotating by
+ * round), so that drift in the machine's speed (other processes, clocks, caches) falls on all of them alike
+ * and their ratio stays stable; timing one after the other let a slow minute land on one path only.
+ */
+export async function timedInterleaved<K extends string>(reps: number, fns: Record<K, () => Promise<unknown>>): Promise<Record<K, number[]>> {
+  const keys = Object.keys(fns) as K[];
+  const out = Object.fromEntries(keys.map((k) => [k, [] as number[]])) as Record<K, number[]>;
+  for (let round = 0; round < reps; round++) {
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[(round + i) % keys.length]!;
+      const t0 = performance.now();
+      await fns[k]();
+      out[k].push(performance.now() - t0);
+    }
+  }
+  return out;
+}
+
+/**
  * The backend's matmul throughput (GFLOP/s) on the model's own MLP shape [m, d] x [d, ffn], on a session
  * `open` creates of bench/make_bench_model.py's matmul.onnx (released afterwards).
  */
@@ -234,9 +253,11 @@ export async function benchCase(bs: BenchSession, dims: ModelDims, spec: CaseSpe
   sequences.forEach((_, i) =>
     shared.results[i]!.tokenLogProbs.forEach((v, k) => (diff = Math.max(diff, Math.abs(v - ref[i]!.tokenLogProbs[k]!), Math.abs(v - tj[i]![k]!)))),
   );
-  const tPrefix = await timed(reps, () => PATHS.prefix(ours, dims, sequences));
-  const tNaive = await timed(reps, () => PATHS.naive(naive, dims, sequences));
-  const tTjs = await timed(reps, () => PATHS.transformersjs(tjs, dims, sequences));
+  const { prefix: tPrefix, naive: tNaive, transformersjs: tTjs } = await timedInterleaved(reps, {
+    prefix: () => PATHS.prefix(ours, dims, sequences),
+    naive: () => PATHS.naive(naive, dims, sequences),
+    transformersjs: () => PATHS.transformersjs(tjs, dims, sequences),
+  });
   await Promise.all([ours.release(), naive.release(), tjs.release()]);
   const peak = await bs.matmulPeakGflops(Math.min(2048, contextTokens));
   const st = shared.stats;

@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { timedInterleaved } from '../../bench/cases.js';
+
+describe('bench timing', () => {
+  it('times every path the same number of times, interleaved, with the order rotating by round', async () => {
+    const calls: string[] = [];
+    const fn = (k: string) => async () => void calls.push(k);
+    const t = await timedInterleaved(3, { a: fn('a'), b: fn('b'), c: fn('c') });
+    expect(calls).toEqual(['a', 'b', 'c', 'b', 'c', 'a', 'c', 'a', 'b']);
+    for (const k of ['a', 'b', 'c'] as const) {
+      expect(t[k]).toHaveLength(3);
+      t[k].forEach((ms) => expect(ms).toBeGreaterThanOrEqual(0));
+    }
+  });
+
+  it('measures what each function takes', async () => {
+    const t = await timedInterleaved(2, { slow: () => new Promise((r) => setTimeout(r, 30)), fast: async () => undefined });
+    expect(Math.min(...t.slow)).toBeGreaterThanOrEqual(25);
+    expect(Math.max(...t.fast)).toBeLessThan(25);
+  });
+});
