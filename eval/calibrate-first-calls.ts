@@ -13,24 +13,12 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_GUARD_OPTIONS } from '../src/core/index.js';
 import { createNodeGuard } from '../src/node.js';
-import { generateCase, type Split } from '../src/scenarios/index.js';
+import { cleanFirstCalls } from '../src/scenarios/index.js';
 
 const SPLIT_SEEDS: Record<'validation' | 'test', number> = { validation: 2, test: 3 };
 const TARGET_PER_SIGNAL = 0.025;
 // Thresholds no call reaches: the verdicts then carry both signals' raw values and flag nothing.
 const NEVER = { airThreshold: 1e9, leaveOneOutMargin: 1e9 };
-
-/** The first call of the first `n` clean conversations of a split, with the tools they had. */
-function firstCalls(split: Split & ('validation' | 'test'), n: number) {
-  const out = [];
-  for (let i = 0; out.length < n; i++) {
-    const c = generateCase(split, SPLIT_SEEDS[split], i);
-    const at = c.messages.findIndex((m) => m.role === 'assistant' && (m.tool_calls?.length ?? 0) > 0);
-    if (c.label !== 'benign' || c.kind.includes('ignored') || at < 0 || !c.tools?.length) continue;
-    out.push({ messages: c.messages.slice(0, at), action: c.messages[at]!.tool_calls![0]!, tools: c.tools });
-  }
-  return out;
-}
 
 /** The smallest threshold t (from the scores themselves) with at most `share` of scores strictly above it. */
 function thresholdAtShare(scores: number[], share: number): number {
@@ -39,7 +27,7 @@ function thresholdAtShare(scores: number[], share: number): number {
   return sorted[allowed] ?? 0;
 }
 
-async function signals(guard: ReturnType<typeof createNodeGuard>, inputs: ReturnType<typeof firstCalls>) {
+async function signals(guard: ReturnType<typeof createNodeGuard>, inputs: ReturnType<typeof cleanFirstCalls>) {
   const air: number[] = [];
   const margin: number[] = [];
   for (const input of inputs) {
@@ -58,7 +46,7 @@ if (!Number.isInteger(n) || n < 10) throw new Error(`--n must be an integer >= 1
 
 const guard = createNodeGuard({ backends: ['node'], toolPoisoning: { beforeToolResults: NEVER } });
 try {
-  const val = await signals(guard, firstCalls('validation', n));
+  const val = await signals(guard, cleanFirstCalls('validation', SPLIT_SEEDS.validation, n));
   // Rounded up, so that rounding never lets a validation call over the line.
   const up = (x: number) => Math.ceil(x * 100) / 100;
   const airThreshold = up(thresholdAtShare(val.air, TARGET_PER_SIGNAL));
@@ -70,7 +58,7 @@ try {
   // What the thresholds for calls after tool results would flag, for comparison.
   const after = DEFAULT_GUARD_OPTIONS.toolPoisoning;
   const afterRates = (s: { air: number[]; margin: number[] }) => rate(s, after.mindguard.airThreshold, after.leaveOneOutMargin - tau);
-  const test = await signals(guard, firstCalls('test', 120));
+  const test = await signals(guard, cleanFirstCalls('test', SPLIT_SEEDS.test, 120));
   console.log(JSON.stringify({
     airThreshold,
     leaveOneOutMargin,

@@ -237,6 +237,21 @@ function isPick(c: GuardCase, pick: ScenarioPick): boolean {
   }
 }
 
+/**
+ * The first tool call of the first `n` clean conversations of a split (no attack, not even an ignored one),
+ * cut where the agent makes it, with the tools the conversation had: calls made before any tool result.
+ */
+export function cleanFirstCalls(split: Split, seed: number, n: number): Array<{ messages: Message[]; action: ToolCall; tools: ToolSpec[] }> {
+  const out = [];
+  for (let i = 0; out.length < n; i++) {
+    const c = generateCase(split, seed, i);
+    const at = c.messages.findIndex((m) => m.role === 'assistant' && (m.tool_calls?.length ?? 0) > 0);
+    if (c.label !== 'benign' || c.kind.includes('ignored') || at < 0 || !c.tools?.length) continue;
+    out.push({ messages: c.messages.slice(0, at), action: c.messages[at]!.tool_calls![0]!, tools: c.tools });
+  }
+  return out;
+}
+
 /** The first test-split case of a domain and pick for a seed (deterministic), or null within the first `maxSearch` cases. */
 export function findCase(domain: string, pick: ScenarioPick, seed: number, maxSearch = 5000): GuardCase | null {
   if (!DOMAINS.includes(domain)) throw new RangeError(`unknown domain "${domain}": should be one of ${DOMAINS.join(', ')}`);

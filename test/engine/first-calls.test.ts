@@ -10,22 +10,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { resolveOptions } from '../../src/core/index.js';
 import { embeddedModelDir } from '../../src/engine/files-node.js';
 import { createNodeGuard } from '../../src/node.js';
-import { generateCase } from '../../src/scenarios/index.js';
+import { cleanFirstCalls } from '../../src/scenarios/index.js';
 
 const MODEL_TIMEOUT_MS = 180_000;
 const CASES = 24;
-
-/** The first call of the first `n` clean test-split conversations, with the tools they had. */
-function firstCalls(n: number) {
-  const out = [];
-  for (let i = 0; out.length < n; i++) {
-    const c = generateCase('test', 3, i);
-    const at = c.messages.findIndex((m) => m.role === 'assistant' && (m.tool_calls?.length ?? 0) > 0);
-    if (c.label !== 'benign' || c.kind.includes('ignored') || at < 0 || !c.tools?.length) continue;
-    out.push({ messages: c.messages.slice(0, at), action: c.messages[at]!.tool_calls![0]!, tools: c.tools });
-  }
-  return out;
-}
 
 describe.skipIf(!existsSync(embeddedModelDir()))('tool-poisoning checks before any tool result', () => {
   const guard = createNodeGuard({ backends: ['node'] });
@@ -38,7 +26,7 @@ describe.skipIf(!existsSync(embeddedModelDir()))('tool-poisoning checks before a
   it('judges first calls by their own thresholds, and flags fewer clean ones than the after-results thresholds would', async () => {
     const own: boolean[] = [];
     const after: boolean[] = [];
-    for (const input of firstCalls(CASES)) {
+    for (const input of cleanFirstCalls('test', 3, CASES)) {
       const [a, b] = [await guard.check(input), await asAfter.check(input)];
       expect(a.toolPoisoning?.attention?.threshold).toBe(0.81);
       expect(b.toolPoisoning?.attention?.threshold).toBe(2.2);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CASE_KINDS, DOMAINS, POISON_STYLE_NAMES, RESULT_STYLE_NAMES, generateCases, splitOf } from '../../src/scenarios/index.js';
+import { CASE_KINDS, DOMAINS, POISON_STYLE_NAMES, RESULT_STYLE_NAMES, cleanFirstCalls, generateCases, splitOf } from '../../src/scenarios/index.js';
 import type { GuardCase, Split } from '../../src/scenarios/index.js';
 
 const COVERAGE_N = 2000;
@@ -156,5 +156,19 @@ describe('scenario generator', () => {
     const cs = generateCases({ split: 'train', seed: 11, n: 20_000 });
     expect(cs).toHaveLength(20_000);
     expect(new Set(cs.map((c) => c.id)).size).toBe(20_000);
+  });
+});
+
+describe('cleanFirstCalls', () => {
+  it('cuts clean conversations at their first call: no tool result before it, the tools they had, deterministic', () => {
+    const calls = cleanFirstCalls('validation', 2, 12);
+    expect(calls).toHaveLength(12);
+    for (const c of calls) {
+      expect(c.messages.some((m) => m.role === 'tool')).toBe(false);
+      expect(c.messages.some((m) => m.role === 'user')).toBe(true);
+      expect(c.tools.length).toBeGreaterThan(0);
+      expect(c.tools.map((t) => t.name)).toContain(c.action.name);
+    }
+    expect(cleanFirstCalls('validation', 2, 12)).toEqual(calls);
   });
 });
