@@ -159,7 +159,7 @@ def main():
                     help="probability of dropping a generator case's system prompt and tool list before its "
                          "copies are made (data.strip_context): calls from agents that pass neither")
     ap.add_argument("--scramble-values", type=float, default=0.0,
-                    help="fraction of training conversations whose copied identifiers are redrawn (data.scramble_values)")
+                    help="fraction of training conversations whose copied identifiers are redrawn (model/scramble.py)")
     ap.add_argument("--copy-drills", type=float, default=0.0,
                     help="synthetic copy sequences added, as a fraction of the training sequences (data.copy_drill)")
     ap.add_argument("--init", default=None,
