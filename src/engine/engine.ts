@@ -12,7 +12,7 @@ import { encodeTemplateCall } from './template-format.js';
 import { exposeAttentionCached, type AttentionAdaptation } from './attention-adapter.js';
 import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
-import { DEFAULT_MAX_BATCH_BYTES, scoreSequencesShared } from './prefix-scorer.js';
+import { scoreSequencesShared } from './prefix-scorer.js';
 import { DEFAULT_MAX_BATCH_TOKENS, presentOutputNames, scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
 
@@ -38,7 +38,8 @@ export interface EngineOptions {
   scoring?: ScoringMode;
   /**
    * Estimated peak bytes per forward pass (KV, attention, activations, logits): the prefix path's budget,
-   * and on WebGPU under 'auto' the naive path's. @defaultValue 64 MiB on the prefix path, 1 GiB on WebGPU
+   * and on WebGPU under 'auto' the naive path's. @defaultValue on the prefix path 64 MiB, or more for a check
+   * that cannot be held to 64 MiB (prefix-scorer.ts `defaultBatchBytes`); 1 GiB on WebGPU
    */
   maxBatchBytes?: number;
   /**
@@ -58,7 +59,7 @@ export type ScoringMode = 'auto' | ScoringPlan['scoring'];
 
 /** The plan a scoring mode resolves to on a backend, with its per-pass budgets. */
 export type ScoringPlan =
-  | { scoring: 'prefix'; maxBatchBytes: number }
+  | { scoring: 'prefix'; maxBatchBytes: number | undefined }
   | { scoring: 'naive'; maxBatchTokens: number | undefined; maxBatchBytes: number | undefined };
 
 /** The estimated bytes a WebGPU pass may take under 'auto': every variant of a 2k-token / 3-span check (~165 MB each) in one pass. */
@@ -76,7 +77,7 @@ export function scoringPlan(backend: Backend, options: Pick<EngineOptions, 'scor
   if (mode === 'auto' && backend === 'webgpu') {
     return { scoring: 'naive', maxBatchTokens: options.maxBatchTokens, maxBatchBytes: options.maxBatchBytes ?? WEBGPU_MAX_BATCH_BYTES };
   }
-  return { scoring: 'prefix', maxBatchBytes: options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES };
+  return { scoring: 'prefix', maxBatchBytes: options.maxBatchBytes };
 }
 
 /** What the engine knows about itself. */
@@ -381,6 +382,7 @@ async function runSequences(
     });
     return { results, computedTokens: totalTokens(sequences) };
   }
-  const { results, stats } = await scoreSequencesShared(session, dims, sequences, { maxBatchBytes: plan.maxBatchBytes, ...sig });
+  const budget = plan.maxBatchBytes !== undefined ? { maxBatchBytes: plan.maxBatchBytes } : {};
+  const { results, stats } = await scoreSequencesShared(session, dims, sequences, { ...budget, ...sig });
   return { results, computedTokens: stats.computedTokens };
 }

@@ -13,8 +13,11 @@
  * Batched rows have different past lengths: each row's past sits at the left of the past area, the
  * gap after it and the left padding of the new tokens are masked in attention_mask, and position ids
  * continue from the row's real past length. Micro-batches are sized to a byte budget (KV in and out,
- * attention scores, activations, kept logits); a row that alone exceeds it runs in chunks, each chunk
- * continuing the previous one's cache, so a long context stays within the bound.
+ * attention scores, activations, kept logits); a row longer than the chunk size, or that alone exceeds the
+ * budget, runs in chunks, each chunk continuing the previous one's cache, so a long context stays within
+ * the bound. Chunking also saves work: a pass scores every new token against every key of its row, and the
+ * causal mask discards half of the new-by-new block, so one 2k-token pass computes ~2x the attention a
+ * causal pass needs, four 512-token chunks ~1.25x.
  */
 import type { Tensor } from 'onnxruntime-web';
 import { float16Bits } from './float16.js';
@@ -26,9 +29,15 @@ export interface PrefixScoreOptions {
   /**
    * Estimated bytes one forward pass may use (past and present KV, attention scores, activations, kept
    * logits) plus the caches held for later rows; micro-batches and chunks are sized to stay under it.
-   * @defaultValue 67108864 (64 MiB)
+   * @defaultValue {@link defaultBatchBytes}: 64 MiB, more for a check that cannot be held to 64 MiB
    */
   maxBatchBytes?: number;
+  /**
+   * New tokens per row and pass; longer rows run in chunks (the last one also carries the action rows).
+   * Longer chunks waste attention on masked keys, shorter ones pay the per-pass overhead.
+   * @defaultValue 512 (on onnxruntime-node, 384-768 were equally fast; bench/README.md)
+   */
+  maxChunkTokens?: number;
   signal?: AbortSignal;
 }
 
@@ -56,8 +65,11 @@ export interface PrefixScoreOutput {
   stats: PrefixScoreStats;
 }
 
-/** Default byte budget of {@link PrefixScoreOptions.maxBatchBytes}. */
+/** The byte budget of {@link PrefixScoreOptions.maxBatchBytes} for sequences that fit a full chunk in it. */
 export const DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024;
+
+/** Default of {@link PrefixScoreOptions.maxChunkTokens}. */
+export const DEFAULT_MAX_CHUNK_TOKENS = 512;
 
 /** Padded / real new tokens a micro-batch may reach before a row goes to the next one. */
 const PADDING_SLACK = 1.25;
@@ -91,15 +103,38 @@ interface RowOutput {
   attention?: ActionAttention;
 }
 
+/** One held cache of the shared sequence plus one single-row chunk of `chunk` tokens at the longest past. */
+function chunkBudgetBytes(dims: ModelDims, maxLength: number, actionLength: number, chunk: number): number {
+  const keep = actionLength + 1;
+  return maxLength * kvBytesPerToken(dims) + estimateForwardBytes(dims, 1, maxLength, Math.max(keep, chunk), keep);
+}
+
 /**
  * The smallest budget a leave-one-out check of sequences up to `maxLength` tokens can honour: one held
  * cache of the shared sequence plus a single-row final chunk carrying the action rows. Below it the scorer
  * still runs, at this bound.
  */
 export function minimumBudgetBytes(dims: ModelDims, maxLength: number, actionLength: number): number {
-  const keep = actionLength + 1;
-  const chunk = Math.max(keep, MIN_CHUNK_TOKENS);
-  return maxLength * kvBytesPerToken(dims) + estimateForwardBytes(dims, 1, maxLength, chunk, keep);
+  return chunkBudgetBytes(dims, maxLength, actionLength, MIN_CHUNK_TOKENS);
+}
+
+/**
+ * The default budget: 64 MiB, unless the check cannot be held to it at all (its smallest chunk needs more,
+ * as in a long context whose caches alone exceed it); then what one full chunk at the longest sequence
+ * needs. Held to 64 MiB, a 4k-token check of the benchmark's model (which needs ~105 MB at least) crawled
+ * in 64-token chunks, hundreds of passes, over budget anyway; with full chunks it takes ~180 MB and half
+ * the time.
+ */
+export function defaultBatchBytes(dims: ModelDims, maxLength: number, actionLength: number, maxChunkTokens = DEFAULT_MAX_CHUNK_TOKENS): number {
+  const least = minimumBudgetBytes(dims, maxLength, actionLength);
+  if (least <= DEFAULT_MAX_BATCH_BYTES) return DEFAULT_MAX_BATCH_BYTES;
+  return Math.max(least, chunkBudgetBytes(dims, maxLength, actionLength, maxChunkTokens));
+}
+
+function checkPositiveInteger(name: string, value: number | undefined): void {
+  if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
+    throw new RangeError(`Invalid option ${name}: received ${JSON.stringify(value)}; allowed: an integer >= 1.`);
+  }
 }
 
 function lcp(a: readonly number[], b: readonly number[]): number {
@@ -140,8 +175,13 @@ export async function scoreSequencesShared(
   sequences: readonly ScoreSequence[],
   options: PrefixScoreOptions = {},
 ): Promise<PrefixScoreOutput> {
-  const budget = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
+  checkPositiveInteger('maxBatchBytes', options.maxBatchBytes);
+  checkPositiveInteger('maxChunkTokens', options.maxChunkTokens);
+  const maxChunk = options.maxChunkTokens ?? DEFAULT_MAX_CHUNK_TOKENS;
   const full = sequences.map((s) => [...s.context, ...s.action]);
+  const longest = Math.max(0, ...full.map((s) => s.length));
+  const longestAction = Math.max(0, ...sequences.map((s) => s.action.length));
+  const limits: Limits = { budget: options.maxBatchBytes ?? defaultBatchBytes(dims, longest, longestAction, maxChunk), maxChunk };
   const n = sequences.length;
   const stats: PrefixScoreStats = {
     computedTokens: 0,
@@ -216,7 +256,7 @@ export async function scoreSequencesShared(
         withAttention: s.withAttention === true,
       };
     });
-    const outs = await runJobs(session, dims, jobs, budget, heldBytes, stats, options.signal);
+    const outs = await runJobs(session, dims, jobs, limits, heldBytes, stats, options.signal);
     members.forEach((i, k) => {
       const o = outs[k]!;
       const res: ScoreResult = { tokenLogProbs: o.tokenLogProbs! };
@@ -235,12 +275,18 @@ export async function scoreSequencesShared(
   return { results, stats };
 }
 
-/** Runs row jobs in micro-batches under the byte budget; rows too big alone run in chunks. */
+/** The byte budget and the chunk size a call runs under. */
+interface Limits {
+  budget: number;
+  maxChunk: number;
+}
+
+/** Runs row jobs in micro-batches under the byte budget; rows too long or too big alone run in chunks. */
 async function runJobs(
   session: OrtSession,
   dims: ModelDims,
   jobs: readonly RowJob[],
-  budget: number,
+  { budget, maxChunk }: Limits,
   heldBytes: () => number,
   stats: PrefixScoreStats,
   signal: AbortSignal | undefined,
@@ -268,9 +314,9 @@ async function runJobs(
   };
   for (const i of ord) {
     const job = jobs[i]!;
-    if (cost([job]) > budget && job.tokens.length > keepOf(job)) {
+    if ((job.tokens.length > maxChunk || cost([job]) > budget) && job.tokens.length > keepOf(job)) {
       await flush();
-      outs[i] = await runChunked(session, dims, job, budget, heldBytes, stats, signal);
+      outs[i] = await runChunked(session, dims, job, { budget, maxChunk }, heldBytes, stats, signal);
       continue;
     }
     if (cur.length > 0) {
@@ -291,7 +337,7 @@ async function runChunked(
   session: OrtSession,
   dims: ModelDims,
   job: RowJob,
-  budget: number,
+  { budget, maxChunk }: Limits,
   heldBytes: () => number,
   stats: PrefixScoreStats,
   signal: AbortSignal | undefined,
@@ -318,6 +364,8 @@ async function runChunked(
       // Below MIN_CHUNK_TOKENS per-pass overhead dominates; a budget that small is not honoured (minimumBudgetBytes).
       size = Math.min(Math.max(lo, MIN_CHUNK_TOKENS), remaining - keep);
     }
+    // Past maxChunk the row goes on in another chunk, leaving at least the action rows for the last one.
+    if (size > maxChunk && remaining > keep) size = Math.max(1, Math.min(maxChunk, remaining - keep));
     const last = offset + size === job.tokens.length;
     const row: RowJob = {
       past,

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dimsFromConfig } from '../../src/engine/engine';
 import { createOrtSession, type Backend, type OrtSession } from '../../src/engine/ort-session';
-import { DEFAULT_MAX_BATCH_BYTES, minimumBudgetBytes, scoreSequencesShared, trieMinimumTokens } from '../../src/engine/prefix-scorer';
+import { DEFAULT_MAX_BATCH_BYTES, defaultBatchBytes, minimumBudgetBytes, scoreSequencesShared, trieMinimumTokens } from '../../src/engine/prefix-scorer';
 import { estimateForwardBytes } from '../../src/engine/scorer';
 import { scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer';
 
@@ -127,12 +127,36 @@ for (const { name, backend } of BACKENDS) {
       const c = syntheticCase(100, 4242, true);
       const shared = await scoreSequencesShared(session, dims, c.sequences);
       expect(shared.results).toHaveLength(c.sequences.length);
-      expect(shared.stats.peakEstimatedBytes).toBeLessThanOrEqual(DEFAULT_MAX_BATCH_BYTES);
+      const longest = Math.max(...c.sequences.map((s) => s.context.length + s.action.length));
+      expect(shared.stats.peakEstimatedBytes).toBeLessThanOrEqual(defaultBatchBytes(dims, longest, c.sequences[0]!.action.length));
       expect(shared.stats.computedTokens).toBe(shared.stats.trieMinimumTokens);
       // Spot-check three variants against the naive path: full, no-user and the last span's.
       const picks = [0, 1, c.sequences.length - 4];
       const naive = await scoreSequences(session, dims, picks.map((i) => c.sequences[i]!));
       picks.forEach((i, k) => expect(maxDiff(shared.results[i]!.tokenLogProbs, naive[k]!.tokenLogProbs)).toBeLessThan(LOGPROB_TOL));
+    });
+
+    it('computes rows longer than maxChunkTokens in chunks of at most that many new tokens, with the one-shot result', async () => {
+      const c = syntheticCase(3, 11, true);
+      const oneShot = await scoreSequencesShared(session, dims, c.sequences, { maxChunkTokens: 100_000 });
+      const passes: number[] = [];
+      const recording: OrtSession = { ...session, run: (feeds, fetches) => (passes.push(feeds['input_ids']!.dims[1]!), session.run(feeds, fetches)) };
+      const chunked = await scoreSequencesShared(recording, dims, c.sequences, { maxChunkTokens: 16 });
+      c.sequences.forEach((_, i) => expect(maxDiff(chunked.results[i]!.tokenLogProbs, oneShot.results[i]!.tokenLogProbs)).toBeLessThan(LOGPROB_TOL));
+      expect(chunked.stats.computedTokens).toBe(chunked.stats.trieMinimumTokens);
+      expect(passes).toHaveLength(chunked.stats.forwardPasses);
+      expect(chunked.stats.forwardPasses).toBeGreaterThan(oneShot.stats.forwardPasses);
+      // Every chunk fits (the action rows, 7 here, always fit in the last one), and only full chunks and remainders run.
+      expect(Math.max(...passes)).toBeLessThanOrEqual(16);
+      expect(passes.filter((s) => s === 16).length).toBeGreaterThan(passes.length / 2);
+      // Chunks never recompute a token: the causal keys attended are the same.
+      expect(chunked.stats.attendedKeys).toBe(oneShot.stats.attendedKeys);
+    });
+
+    it('refuses a budget or chunk size that is not a positive integer, naming the option', async () => {
+      const c = syntheticCase(1, 5, false);
+      await expect(scoreSequencesShared(session, dims, c.sequences, { maxChunkTokens: 0 })).rejects.toThrow(/Invalid option maxChunkTokens: received 0; allowed: an integer >= 1/);
+      await expect(scoreSequencesShared(session, dims, c.sequences, { maxBatchBytes: 2.5 })).rejects.toThrow(/Invalid option maxBatchBytes: received 2.5/);
     });
 
     it('returns the attention rows of the full variant exactly as the naive path does', async () => {
@@ -168,6 +192,19 @@ describe('trie minimum and memory estimate', () => {
   it('counts the distinct prefixes of the sequences', () => {
     expect(trieMinimumTokens([[1, 2, 3], [1, 2, 4], [1, 5], [1, 2, 3]])).toBe(5);
     expect(trieMinimumTokens([])).toBe(0);
+  });
+
+  it('keeps the default budget at 64 MiB unless the check cannot be held to it, then gives it full chunks', () => {
+    expect(defaultBatchBytes(dims, 300, 6)).toBe(DEFAULT_MAX_BATCH_BYTES);
+    // The benchmark's model (hidden 256, 4 layers, 2 KV heads of 128, 8 KiB of KV a token): 64 MiB up to 2k tokens.
+    const bench: ModelDims = { ...dims, numLayers: 4, numHeads: 2, numKeyValueHeads: 2, headDim: 128, hiddenSize: 256, intermediateSize: 704, vocabSize: 4096 };
+    expect(defaultBatchBytes(bench, 2048, 12)).toBe(DEFAULT_MAX_BATCH_BYTES);
+    // At 4k its smallest chunk needs more than 64 MiB; the default then fits one 512-token chunk beside the held cache.
+    expect(minimumBudgetBytes(bench, 4096, 12)).toBeGreaterThan(DEFAULT_MAX_BATCH_BYTES);
+    expect(defaultBatchBytes(bench, 4096, 12)).toBe(4096 * 8 * 1024 + estimateForwardBytes(bench, 1, 4096, 512, 13));
+    expect(defaultBatchBytes(bench, 4096, 12, 128)).toBe(4096 * 8 * 1024 + estimateForwardBytes(bench, 1, 4096, 128, 13));
+    // A chunk size below the smallest chunk cannot lower the budget under what the check needs at least.
+    expect(defaultBatchBytes(bench, 4096, 12, 8)).toBe(minimumBudgetBytes(bench, 4096, 12));
   });
 
   it('grows the forward-pass estimate with batch, past and new tokens', () => {

@@ -11,7 +11,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../../src/core/errors';
 import { dimsFromConfig, scoringPlan, WEBGPU_MAX_BATCH_BYTES } from '../../src/engine/engine';
 import { createOrtSession, type OrtSession } from '../../src/engine/ort-session';
-import { DEFAULT_MAX_BATCH_BYTES } from '../../src/engine/prefix-scorer';
 import { DEFAULT_MAX_BATCH_TOKENS, estimateForwardBytes, planBatches, scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/tiny-proxy/', import.meta.url));
@@ -23,13 +22,14 @@ describe('scoringPlan', () => {
     expect(scoringPlan('webgpu', {})).toEqual({ scoring: 'naive', maxBatchTokens: undefined, maxBatchBytes: WEBGPU_MAX_BATCH_BYTES });
     expect(scoringPlan('webgpu', { scoring: 'auto', maxBatchBytes: 1 << 20, maxBatchTokens: 512 })).toEqual({ scoring: 'naive', maxBatchTokens: 512, maxBatchBytes: 1 << 20 });
     for (const backend of ['node', 'wasm'] as const) {
-      expect(scoringPlan(backend, {})).toEqual({ scoring: 'prefix', maxBatchBytes: DEFAULT_MAX_BATCH_BYTES });
+      // No budget given: the prefix scorer sizes its default to the check (defaultBatchBytes).
+      expect(scoringPlan(backend, {})).toEqual({ scoring: 'prefix', maxBatchBytes: undefined });
       expect(scoringPlan(backend, { scoring: 'auto', maxBatchBytes: 1 << 20 })).toEqual({ scoring: 'prefix', maxBatchBytes: 1 << 20 });
     }
   });
 
   it('keeps an explicit plan on every backend', () => {
-    expect(scoringPlan('webgpu', { scoring: 'prefix' })).toEqual({ scoring: 'prefix', maxBatchBytes: DEFAULT_MAX_BATCH_BYTES });
+    expect(scoringPlan('webgpu', { scoring: 'prefix' })).toEqual({ scoring: 'prefix', maxBatchBytes: undefined });
     expect(scoringPlan('node', { scoring: 'naive' })).toEqual({ scoring: 'naive', maxBatchTokens: DEFAULT_MAX_BATCH_TOKENS, maxBatchBytes: undefined });
     expect(scoringPlan('wasm', { scoring: 'naive', maxBatchTokens: 100, maxBatchBytes: 1000 })).toEqual({ scoring: 'naive', maxBatchTokens: 100, maxBatchBytes: 1000 });
   });
