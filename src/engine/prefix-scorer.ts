@@ -181,7 +181,6 @@ export async function scoreSequencesShared(
   const full = sequences.map((s) => [...s.context, ...s.action]);
   const longest = Math.max(0, ...full.map((s) => s.length));
   const longestAction = Math.max(0, ...sequences.map((s) => s.action.length));
-  const limits: Limits = { budget: options.maxBatchBytes ?? defaultBatchBytes(dims, longest, longestAction, maxChunk), maxChunk };
   const n = sequences.length;
   const stats: PrefixScoreStats = {
     computedTokens: 0,
@@ -239,7 +238,16 @@ export async function scoreSequencesShared(
   }
   const caches = new Map<number, KvCache>();
   const kvTok = kvBytesPerToken(dims);
-  const heldBytes = () => [...caches.values()].reduce((a, c) => a + c.length * kvTok, 0);
+  const call: Call = {
+    session,
+    dims,
+    stats,
+    budget: options.maxBatchBytes ?? defaultBatchBytes(dims, longest, longestAction, maxChunk),
+    maxChunk,
+    heldBytes: () => [...caches.values()].reduce((a, c) => a + c.length * kvTok, 0),
+    pastBuffers: new PastBuffers(),
+    signal: options.signal,
+  };
   const rounds = Math.max(...round) + 1;
   for (let r = 0; r < rounds; r++) {
     const members = order.filter((i) => alias[i]! < 0 && round[i] === r);
@@ -256,7 +264,7 @@ export async function scoreSequencesShared(
         withAttention: s.withAttention === true,
       };
     });
-    const outs = await runJobs(session, dims, jobs, limits, heldBytes, stats, options.signal);
+    const outs = await runJobs(call, jobs);
     members.forEach((i, k) => {
       const o = outs[k]!;
       const res: ScoreResult = { tokenLogProbs: o.tokenLogProbs! };
@@ -275,22 +283,43 @@ export async function scoreSequencesShared(
   return { results, stats };
 }
 
-/** The byte budget and the chunk size a call runs under. */
-interface Limits {
+/**
+ * Reusable past-KV inputs of one scoring call, per input name: a pass that copies its rows' pasts into one
+ * tensor writes them here, since the copy is dead once the pass ran. Each copy was fresh memory, tens of
+ * MB a check, and the garbage collections it triggered cost the most where the heap is large.
+ */
+class PastBuffers {
+  private readonly buffers = new Map<string, KvArray>();
+
+  /** A view of `length` elements for `name`, holding whatever the last pass left there. */
+  get(name: string, length: number, float16: boolean): KvArray {
+    let buffer = this.buffers.get(name);
+    if (buffer === undefined || buffer.length < length) {
+      buffer = float16 ? new Uint16Array(length) : new Float32Array(length);
+      this.buffers.set(name, buffer);
+    }
+    return buffer.subarray(0, length);
+  }
+}
+
+/** What every pass of one scoring call shares. */
+interface Call {
+  session: OrtSession;
+  dims: ModelDims;
+  stats: PrefixScoreStats;
+  /** Byte budget of a pass plus the held caches. */
   budget: number;
+  /** New tokens per row and pass. */
   maxChunk: number;
+  /** Bytes of the caches held for later rows. */
+  heldBytes: () => number;
+  pastBuffers: PastBuffers;
+  signal: AbortSignal | undefined;
 }
 
 /** Runs row jobs in micro-batches under the byte budget; rows too long or too big alone run in chunks. */
-async function runJobs(
-  session: OrtSession,
-  dims: ModelDims,
-  jobs: readonly RowJob[],
-  { budget, maxChunk }: Limits,
-  heldBytes: () => number,
-  stats: PrefixScoreStats,
-  signal: AbortSignal | undefined,
-): Promise<RowOutput[]> {
+async function runJobs(call: Call, jobs: readonly RowJob[]): Promise<RowOutput[]> {
+  const { dims, budget, maxChunk, heldBytes, stats, signal } = call;
   const outs = new Array<RowOutput>(jobs.length);
   const ord = jobs.map((_, i) => i).sort((a, b) => jobs[a]!.tokens.length - jobs[b]!.tokens.length);
   const keepOf = (j: RowJob) => j.actionLength + 1;
@@ -308,7 +337,7 @@ async function runJobs(
     signal?.throwIfAborted();
     const rows = cur.map((i) => jobs[i]!);
     stats.peakEstimatedBytes = Math.max(stats.peakEstimatedBytes, cost(rows));
-    const res = await forward(session, dims, rows, stats);
+    const res = await forward(call, rows);
     cur.forEach((i, k) => (outs[i] = res[k]!));
     cur = [];
   };
@@ -316,7 +345,7 @@ async function runJobs(
     const job = jobs[i]!;
     if ((job.tokens.length > maxChunk || cost([job]) > budget) && job.tokens.length > keepOf(job)) {
       await flush();
-      outs[i] = await runChunked(session, dims, job, { budget, maxChunk }, heldBytes, stats, signal);
+      outs[i] = await runChunked(call, job);
       continue;
     }
     if (cur.length > 0) {
@@ -333,15 +362,8 @@ async function runJobs(
 }
 
 /** One row in consecutive chunks, each continuing the previous chunk's cache; the last chunk holds the action rows. */
-async function runChunked(
-  session: OrtSession,
-  dims: ModelDims,
-  job: RowJob,
-  { budget, maxChunk }: Limits,
-  heldBytes: () => number,
-  stats: PrefixScoreStats,
-  signal: AbortSignal | undefined,
-): Promise<RowOutput> {
+async function runChunked(call: Call, job: RowJob): Promise<RowOutput> {
+  const { dims, budget, maxChunk, heldBytes, stats, signal } = call;
   let past = job.past;
   let pastLength = job.pastLength;
   let offset = 0;
@@ -377,7 +399,7 @@ async function runChunked(
       withAttention: false,
     };
     stats.peakEstimatedBytes = Math.max(stats.peakEstimatedBytes, estimateForwardBytes(dims, 1, pastLength, size, last ? keep : 1) + heldBytes());
-    const [out] = await forward(session, dims, [row], stats);
+    const [out] = await forward(call, [row]);
     if (last) return out!;
     past = out!.kv;
     pastLength += size;
@@ -389,7 +411,8 @@ async function runChunked(
  * One forward pass. Row layout along the key axis: [past (pastLength) | gap | left padding | new tokens],
  * P = the batch's longest past, S = its longest new part; only past and new tokens are unmasked.
  */
-async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJob[], stats: PrefixScoreStats): Promise<RowOutput[]> {
+async function forward(call: Call, rows: readonly RowJob[]): Promise<RowOutput[]> {
+  const { session, dims, stats } = call;
   const b = rows.length;
   const P = Math.max(...rows.map((j) => j.pastLength));
   const S = Math.max(...rows.map((j) => j.tokens.length));
@@ -431,13 +454,15 @@ async function forward(session: OrtSession, dims: ModelDims, rows: readonly RowJ
         feeds[name] = src instanceof Uint16Array ? session.makeFloat16(src, [1, H, P, D]) : session.makeFloat32(src, [1, H, P, D]);
         continue;
       }
-      const data = dims.kvType === 'float16' ? new Uint16Array(b * H * P * D) : new Float32Array(b * H * P * D);
+      const data = call.pastBuffers.get(name, b * H * P * D, dims.kvType === 'float16');
       rows.forEach((j, r) => {
-        if (j.pastLength === 0) return;
-        const src = j.past!.layers[l]![kv];
-        const len = j.past!.length;
+        const src = j.past?.layers[l]![kv];
+        const len = j.past?.length ?? 0;
         for (let h = 0; h < H; h++) {
-          data.set(src.subarray(h * len * D, (h * len + j.pastLength) * D), ((r * H + h) * P) * D);
+          const at = (r * H + h) * P * D;
+          if (src && j.pastLength > 0) data.set(src.subarray(h * len * D, (h * len + j.pastLength) * D), at);
+          // The masked gap gets zeros, not a previous pass's values: masked keys weigh exactly 0 either way, but only if finite.
+          data.fill(0, at + j.pastLength * D, at + P * D);
         }
       });
       feeds[name] = data instanceof Uint16Array ? session.makeFloat16(data, [b, H, P, D]) : session.makeFloat32(data, [b, H, P, D]);
