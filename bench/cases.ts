@@ -164,17 +164,19 @@ export async function timed(reps: number, fn: () => Promise<unknown>): Promise<n
 /**
  * Times several functions `reps` times each, interleaved (a round runs each once, the order rotating by
  * round), so that drift in the machine's speed (other processes, clocks, caches) falls on all of them alike
- * and their ratio stays stable; timing one after the other let a slow minute land on one path only.
+ * and their ratio stays stable; timing one after the other let a slow minute land on one path only. The
+ * first `warmup` rounds run untimed: here the first rounds after a session's first run are still ~20%
+ * slower (JIT, onnxruntime's per-shape plans), on every path.
  */
-export async function timedInterleaved<K extends string>(reps: number, fns: Record<K, () => Promise<unknown>>): Promise<Record<K, number[]>> {
+export async function timedInterleaved<K extends string>(reps: number, fns: Record<K, () => Promise<unknown>>, warmup = 0): Promise<Record<K, number[]>> {
   const keys = Object.keys(fns) as K[];
   const out = Object.fromEntries(keys.map((k) => [k, [] as number[]])) as Record<K, number[]>;
-  for (let round = 0; round < reps; round++) {
+  for (let round = 0; round < warmup + reps; round++) {
     for (let i = 0; i < keys.length; i++) {
       const k = keys[(round + i) % keys.length]!;
       const t0 = performance.now();
       await fns[k]();
-      out[k].push(performance.now() - t0);
+      if (round >= warmup) out[k].push(performance.now() - t0);
     }
   }
   return out;
@@ -234,6 +236,11 @@ export interface BenchSession {
   matmulPeakGflops(m: number): Promise<number>;
   /** Peak memory (MiB) above the level before `fn`; absent where it cannot be measured (a page cannot see its process). */
   memoryDelta?(fn: () => Promise<unknown>): Promise<number>;
+  /**
+   * Peak memory (MiB) of one path's first run on the case in a fresh process, where the harness can start
+   * one; preferred over `memoryDelta`, since paths sharing a process reuse each other's freed memory.
+   */
+  pathMemory?(path: PathName, spec: CaseSpec): Promise<number>;
 }
 
 /** Benchmarks one case on one backend: the three paths, their agreement, and the ratios. */
@@ -243,12 +250,13 @@ export async function benchCase(bs: BenchSession, dims: ModelDims, spec: CaseSpe
   let shared!: Awaited<ReturnType<typeof scoreSequencesShared>>;
   let ref!: Awaited<ReturnType<typeof scoreSequences>>;
   let tj!: Float64Array[];
-  const measure = bs.memoryDelta?.bind(bs) ?? (async (fn: () => Promise<unknown>) => (await fn(), Number.NaN));
+  const measure = (!bs.pathMemory && bs.memoryDelta?.bind(bs)) || (async (fn: () => Promise<unknown>) => (await fn(), Number.NaN));
   const mem = {
     prefix: await measure(async () => (shared = await PATHS.prefix(ours, dims, sequences))),
     naive: await measure(async () => (ref = await PATHS.naive(naive, dims, sequences))),
     transformersjs: await measure(async () => (tj = await PATHS.transformersjs(tjs, dims, sequences))),
   };
+  if (bs.pathMemory) for (const path of ['prefix', 'naive', 'transformersjs'] as const) mem[path] = await bs.pathMemory(path, spec);
   let diff = 0;
   sequences.forEach((_, i) =>
     shared.results[i]!.tokenLogProbs.forEach((v, k) => (diff = Math.max(diff, Math.abs(v - ref[i]!.tokenLogProbs[k]!), Math.abs(v - tj[i]![k]!)))),
@@ -257,7 +265,7 @@ export async function benchCase(bs: BenchSession, dims: ModelDims, spec: CaseSpe
     prefix: () => PATHS.prefix(ours, dims, sequences),
     naive: () => PATHS.naive(naive, dims, sequences),
     transformersjs: () => PATHS.transformersjs(tjs, dims, sequences),
-  });
+  }, 1);
   await Promise.all([ours.release(), naive.release(), tjs.release()]);
   const peak = await bs.matmulPeakGflops(Math.min(2048, contextTokens));
   const st = shared.stats;
@@ -276,7 +284,7 @@ export async function benchCase(bs: BenchSession, dims: ModelDims, spec: CaseSpe
     forward_passes: st.forwardPasses,
     p50_ms: { prefix: r3(p50.prefix), naive: r3(p50.naive), transformersjs: r3(p50.transformersjs) },
     p95_ms: { prefix: r3(quantile(tPrefix, 0.95)), naive: r3(quantile(tNaive, 0.95)), transformersjs: r3(quantile(tTjs, 0.95)) },
-    ...memoryFields(bs.memoryDelta !== undefined ? mem : null),
+    ...memoryFields(bs.memoryDelta !== undefined || bs.pathMemory !== undefined ? mem : null),
     estimated_peak_mib_prefix: r3(st.peakEstimatedBytes / 2 ** 20),
     gflop_check: r3(flops / 1e9),
     gflops_achieved: r3(achieved),

@@ -16,6 +16,7 @@ import { createOrtSession, type OrtSession } from '../src/engine/ort-session.js'
 import { scoreSequencesShared } from '../src/engine/prefix-scorer.js';
 import { presentOutputNames, scoreSequences, type ModelDims, type ScoreSequence } from '../src/engine/scorer.js';
 import { benchCase, matmulPeakGflops, quantile, r3, timed, type BenchSession, type CaseResult, type CaseSpec } from './cases.js';
+import { peakRssDelta } from './memory.js';
 
 /** What the harness asks a dawn-webgpu process to measure. */
 export interface DawnBenchRequest {
@@ -44,7 +45,6 @@ export interface DawnBenchResult {
 
 /** onnxruntime-web's wasm threads beside the GPU: 1, so no pthread worker re-runs a bundled copy of this script. */
 const WASM_THREADS = 1;
-const RSS_SAMPLE_MS = 1;
 /** The onnxruntime-web build its WebGPU entry (onnxruntime-web/webgpu) loads. */
 const ORT_WASM = 'ort-wasm-simd-threaded.asyncify.wasm';
 
@@ -87,21 +87,6 @@ async function installDawn(dawnOptions: string[]): Promise<{ adapters: GpuAdapte
   return { adapters };
 }
 
-/** Peak RSS above the level before `fn`: host memory only (on a GPU, device buffers are not RSS). */
-async function rssDelta(fn: () => Promise<unknown>): Promise<number> {
-  (globalThis as { gc?: () => void }).gc?.();
-  const base = process.memoryUsage.rss();
-  let peak = base;
-  // WebGPU runs await the GPU, so the sampler fires during a run (unlike onnxruntime-web's wasm).
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), RSS_SAMPLE_MS);
-  try {
-    await fn();
-  } finally {
-    clearInterval(timer);
-  }
-  return (Math.max(peak, process.memoryUsage.rss()) - base) / 2 ** 20;
-}
-
 function describe(adapter: GpuAdapterLike | undefined): AdapterInfo | null {
   const info = adapter?.info;
   if (!info) return null;
@@ -131,7 +116,8 @@ async function runDawnBench(request: DawnBenchRequest, only: readonly string[] |
     name: 'dawn webgpu (node)',
     create: () => open(model),
     matmulPeakGflops: (m) => matmulPeakGflops(() => open(matmul), request.dims, m),
-    memoryDelta: rssDelta,
+    // Host memory only: on a GPU, device buffers are not RSS.
+    memoryDelta: peakRssDelta,
   };
   const byName = new Map(request.cases.map((c) => [`${c.spec.tokens}x${c.spec.spans}`, c]));
   const missing = (only ?? []).filter((n) => !byName.has(n));

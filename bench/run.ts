@@ -19,9 +19,10 @@ import { dimsFromConfig } from '../src/engine/engine.js';
 import { createOrtSession, type Backend } from '../src/engine/ort-session.js';
 import type { ModelDims } from '../src/engine/scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from '../src/engine/tokenizer.js';
-import { CHROMIUM_PATH, runInChromium } from './browser.js';
+import { CHROMIUM_PATH } from '../chromium.config.js';
+import { peakRssDelta } from './memory.js';
 import type { AdapterInfo, DawnBenchRequest, DawnBenchResult } from './dawn.js';
-import { benchCase, buildCase, matmulPeakGflops, syntheticCase, type BenchCase, type BenchSession, type CaseResult, type CaseSpec } from './cases.js';
+import { benchCase, buildCase, matmulPeakGflops, PATHS, syntheticCase, type BenchCase, type BenchSession, type CaseResult, type CaseSpec, type PathName } from './cases.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const MODEL_DIR = `${ROOT}.bench-model/`;
@@ -40,7 +41,6 @@ const DAWN_BACKEND = 'dawn-webgpu';
 type NodeBackendName = keyof typeof NODE_BACKENDS;
 type BrowserBackendName = keyof typeof BROWSER_BACKENDS;
 type BackendName = NodeBackendName | BrowserBackendName | typeof DAWN_BACKEND;
-const RSS_SAMPLE_MS = 1;
 const TOKENIZED = 'proxy tokenizer on generator text';
 const SYNTHETIC = 'synthetic ids';
 
@@ -56,16 +56,26 @@ function loadTokenizer(): ProxyTokenizer | undefined {
   return undefined;
 }
 
-/** Peak RSS above the level before `fn`, sampled every RSS_SAMPLE_MS while onnxruntime runs off the main thread. */
-async function rssDelta(fn: () => Promise<unknown>): Promise<number> {
-  (globalThis as { gc?: () => void }).gc?.();
-  const base = process.memoryUsage.rss();
-  let peak = base;
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), RSS_SAMPLE_MS);
-  await fn();
-  peak = Math.max(peak, process.memoryUsage.rss());
-  clearInterval(timer);
-  return (peak - base) / 2 ** 20;
+/** `--probe BACKEND PATH TOKENSxSPANS`: one path's first run on one case in this (fresh) process; prints its peak RSS delta. */
+async function probe(name: NodeBackendName, path: PathName, specArg: string): Promise<void> {
+  const [tokens, spans] = specArg.split('x').map(Number) as [number, number];
+  const dims = benchDims();
+  const [c] = casesFor([{ tokens, spans }], dims, loadTokenizer());
+  const { backend, threads }: { backend: Backend; threads: number | undefined } = NODE_BACKENDS[name];
+  const session = await createOrtSession(readFileSync(`${MODEL_DIR}onnx/model.onnx`), { backend, ...(threads ? { wasmThreads: threads } : {}) });
+  const mib = await peakRssDelta(() => PATHS[path](session, dims, c!.sequences));
+  await session.release();
+  process.stdout.write(`${mib}\n`);
+}
+
+/** Runs `probe` in a child process: each path's peak memory measured from the same fresh start. */
+function probeChild(name: NodeBackendName, path: PathName, spec: CaseSpec): number {
+  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--probe', name, path, `${spec.tokens}x${spec.spans}`], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  if (r.status !== 0) throw new Error(`bench memory probe ${name} ${path} failed with status ${r.status}`);
+  return Number(r.stdout.trim().split('\n').pop());
 }
 
 /**
@@ -82,7 +92,7 @@ function specsFor(backend: Backend | typeof DAWN_BACKEND, quick: boolean, args: 
 
 function repsFor(backend: Backend | typeof DAWN_BACKEND, spec: CaseSpec, quick: boolean, args: readonly string[]): number {
   const repsArg = args.indexOf('--reps');
-  const reps = repsArg >= 0 ? Number(args[repsArg + 1]) : quick ? 5 : spec.tokens >= 4096 ? 3 : spec.tokens >= 2048 ? 5 : 7;
+  const reps = repsArg >= 0 ? Number(args[repsArg + 1]) : quick ? 7 : spec.tokens >= 4096 ? 3 : spec.tokens >= 2048 ? 5 : 7;
   return backend !== 'node' && backend !== DAWN_BACKEND && spec.tokens >= 2048 ? Math.min(2, reps) : reps;
 }
 
@@ -105,7 +115,7 @@ async function child(name: NodeBackendName, quick: boolean, args: readonly strin
     name: name === 'node' ? 'onnxruntime-node' : `onnxruntime-web wasm ${threads} thread(s)`,
     create: () => open(model),
     matmulPeakGflops: (m) => matmulPeakGflops(() => open(readFileSync(`${MODEL_DIR}onnx/matmul.onnx`)), dims, m),
-    memoryDelta: rssDelta,
+    pathMemory: async (path, spec) => probeChild(name, path, spec),
   };
   const specs = specsFor(backend, quick, args);
   const cases = casesFor(specs, dims, tok);
@@ -136,6 +146,9 @@ async function browserBackend(name: BrowserBackendName, quick: boolean, args: re
   const specs = specsFor(backend, quick, args);
   const cases = casesFor(specs, dims, tok).map((c, k) => ({ spec: specs[k]!, ...c, reps: repsFor(backend, specs[k]!, quick, args) }));
   if (backend === 'webgpu') process.stderr.write('chromium-webgpu: on a software adapter (no GPU here) its times are not speed numbers; run it on a GPU machine\n');
+  // Imported here, not at the top: Vite and Playwright in a Node backend's heap made its prefix-path checks ~10%
+  // slower (a larger heap to mark at each of the GCs its KV buffers trigger), and only browser backends need them.
+  const { runInChromium } = await import('./browser.js');
   const run = await runInChromium({ backend, ...(threads ? { threads } : {}), dims, cases, modelDir: MODEL_DIR, log: (line) => process.stderr.write(`${line}\n`) });
   return { tokenizer: tok ? TOKENIZED : SYNTHETIC, ...run };
 }
@@ -206,6 +219,8 @@ async function main(): Promise<void> {
   const childIdx = args.indexOf('--child');
   const quick = args.includes('--quick');
   if (childIdx >= 0) return child(args[childIdx + 1] as NodeBackendName, quick, args);
+  const probeIdx = args.indexOf('--probe');
+  if (probeIdx >= 0) return probe(args[probeIdx + 1] as NodeBackendName, args[probeIdx + 2] as PathName, args[probeIdx + 3]!);
   if (!existsSync(`${MODEL_DIR}onnx/matmul.onnx`)) {
     execFileSync('/usr/bin/python3', [`${ROOT}bench/make_bench_model.py`, MODEL_DIR], { stdio: 'inherit' });
   }

@@ -13,6 +13,15 @@ describe('bench timing', () => {
     }
   });
 
+  it('runs the warm-up rounds first, untimed, in the same rotation', async () => {
+    const calls: string[] = [];
+    const fn = (k: string) => async () => void calls.push(k);
+    const t = await timedInterleaved(2, { a: fn('a'), b: fn('b') }, 1);
+    expect(calls).toEqual(['a', 'b', 'b', 'a', 'a', 'b']);
+    expect(t.a).toHaveLength(2);
+    expect(t.b).toHaveLength(2);
+  });
+
   it('measures what each function takes', async () => {
     const t = await timedInterleaved(2, { slow: () => new Promise((r) => setTimeout(r, 30)), fast: async () => undefined });
     expect(Math.min(...t.slow)).toBeGreaterThanOrEqual(25);
