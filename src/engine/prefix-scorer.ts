@@ -396,7 +396,8 @@ async function runChunked(call: Call, job: RowJob): Promise<RowOutput> {
       actionLength: last ? job.actionLength : 0,
       action: last ? job.action : [],
       wantKv: !last || job.wantKv,
-      withAttention: false,
+      // The last chunk carries the action rows, so it carries their attention rows too (over the whole cache).
+      withAttention: last && job.withAttention,
     };
     stats.peakEstimatedBytes = Math.max(stats.peakEstimatedBytes, estimateForwardBytes(dims, 1, pastLength, size, last ? keep : 1) + heldBytes());
     const [out] = await forward(call, [row]);
@@ -521,9 +522,10 @@ async function forward(call: Call, rows: readonly RowJob[]): Promise<RowOutput[]
 }
 
 async function sliceAttention(out: Record<string, Tensor>, dims: ModelDims, r: number, rows: number, T: number, j: RowJob): Promise<ActionAttention> {
-  // Only rows computed from their start (pastLength 0) ask for attention, so the real columns are the last `len`.
+  // Rows that ask for attention are computed from their start: in a batch they have no past, and the last chunk
+  // of a chunked row runs alone on the whole of its cache, so either way the real columns are the last `len`.
   const n = j.actionLength;
-  const len = j.tokens.length;
+  const len = j.pastLength + j.tokens.length;
   const data = new Float32Array(dims.numLayers * dims.numHeads * n * len);
   for (let l = 0; l < dims.numLayers; l++) {
     const att = out[`attentions.${l}`];

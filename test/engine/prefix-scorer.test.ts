@@ -153,6 +153,19 @@ for (const { name, backend } of BACKENDS) {
       expect(chunked.stats.attendedKeys).toBe(oneShot.stats.attendedKeys);
     });
 
+    it('returns the full variant\'s attention rows as the naive path does when that row runs in chunks', async () => {
+      const c = syntheticCase(3, 7, true, true);
+      const naive = await scoreSequences(session, dims, c.sequences);
+      const chunked = await scoreSequencesShared(session, dims, c.sequences, { maxChunkTokens: 16 });
+      const a = chunked.results[0]!.attention!;
+      const b = naive[0]!.attention!;
+      expect(a.dims).toEqual(b.dims);
+      let m = 0;
+      for (let i = 0; i < a.data.length; i++) m = Math.max(m, Math.abs(a.data[i]! - b.data[i]!));
+      expect(m).toBeLessThan(LOGPROB_TOL);
+      c.sequences.forEach((_, i) => expect(maxDiff(chunked.results[i]!.tokenLogProbs, naive[i]!.tokenLogProbs)).toBeLessThan(LOGPROB_TOL));
+    });
+
     it('refuses a budget or chunk size that is not a positive integer, naming the option', async () => {
       const c = syntheticCase(1, 5, false);
       await expect(scoreSequencesShared(session, dims, c.sequences, { maxChunkTokens: 0 })).rejects.toThrow(/Invalid option maxChunkTokens: received 0; allowed: an integer >= 1/);
