@@ -26,6 +26,7 @@ import type { ErrorCode, WireError } from './core/errors.js';
 import type { GuardStatus } from './core/guard-api.js';
 import type { GuardOptions } from './core/options.js';
 import type { Verdict } from './core/verdict.js';
+import type { ScoringMode } from './engine/engine.js';
 import type { ModelManifest, ModelVariant } from './engine/model-files.js';
 import type { RemoteProxyOptions } from './engine/remote-proxy.js';
 
@@ -48,6 +49,8 @@ export interface HarnessStartOptions {
   modelManifest?: ModelManifest;
   /** Render guard calls with this Jinja chat template instead of the model's. */
   chatTemplate?: string;
+  /** The scoring plan (see createGuard). @defaultValue 'auto' */
+  scoring?: ScoringMode;
 }
 
 /** A result that crossed from the page: the value, or the error as data. */
@@ -89,6 +92,7 @@ export function installGuardHarness(options: InstallHarnessOptions = {}): GuardH
         ...(start.remoteProxy !== undefined ? { remoteProxy: start.remoteProxy } : {}),
         ...(start.modelManifest !== undefined ? { modelManifest: start.modelManifest } : {}),
         ...(start.chatTemplate !== undefined ? { chatTemplate: start.chatTemplate } : {}),
+        ...(start.scoring !== undefined ? { scoring: start.scoring } : {}),
       });
       const g = guard;
       return settle(() => g.ready);

@@ -18,6 +18,10 @@
  * the bound. Chunking also saves work: a pass scores every new token against every key of its row, and the
  * causal mask discards half of the new-by-new block, so one 2k-token pass computes ~2x the attention a
  * causal pass needs, four 512-token chunks ~1.25x.
+ *
+ * A cache that is one pass's presents stays as onnxruntime returned it: on WebGPU (presents in GPU buffers)
+ * the next chunk of the row gets it as its past without a round trip through the CPU; only a cache that
+ * later rows copy a prefix of is downloaded, once. GPU buffers are freed when their last user ran.
  */
 import type { Tensor } from 'onnxruntime-web';
 import { float16Bits } from './float16.js';
@@ -79,10 +83,59 @@ const MIN_CHUNK_TOKENS = 64;
 /** KV elements: float32 values, or float16 bit patterns for fp16 models (copied, never converted). */
 type KvArray = Float32Array | Uint16Array;
 
-/** A KV cache of one row: per layer, key and value [kvHeads, length, headDim]. */
-interface KvCache {
-  length: number;
-  layers: Array<{ key: KvArray; value: KvArray }>;
+type KvLayers = Array<{ key: KvArray; value: KvArray }>;
+
+/** The past input one layer's key or value cache feeds. */
+const pastName = (layer: number, kv: 'key' | 'value') => `past_key_values.${layer}.${kv}`;
+
+/**
+ * A KV cache of one row: per layer, key and value [kvHeads, length, headDim]. A cache that is exactly one
+ * pass's present tensors keeps them as onnxruntime returned them (on WebGPU GPU buffers, downloaded only
+ * if a later pass must copy a prefix of them); a cache cut out of a batched pass holds host arrays.
+ */
+class KvCache {
+  private host: KvLayers | undefined;
+
+  private constructor(
+    readonly length: number,
+    /** present.N.key / present.N.value by past input name, when the cache is one pass's presents. */
+    private readonly presents: ReadonlyMap<string, Tensor> | undefined,
+    host: KvLayers | undefined,
+  ) {
+    this.host = host;
+  }
+
+  static fromPresents(length: number, presents: ReadonlyMap<string, Tensor>): KvCache {
+    return new KvCache(length, presents, undefined);
+  }
+
+  static fromHost(length: number, layers: KvLayers): KvCache {
+    return new KvCache(length, undefined, layers);
+  }
+
+  /** The tensor to feed as a layer's past when a pass continues from the whole cache: the present itself where there is one. */
+  past(session: OrtSession, dims: ModelDims, layer: number, kv: 'key' | 'value'): Tensor {
+    const present = this.presents?.get(pastName(layer, kv));
+    if (present) return present;
+    const data = this.host![layer]![kv];
+    const shape = [1, dims.numKeyValueHeads, this.length, dims.headDim];
+    return data instanceof Uint16Array ? session.makeFloat16(data, shape) : session.makeFloat32(data, shape);
+  }
+
+  /** Host arrays per layer (downloaded once from the GPU for a GPU-resident cache). */
+  async layers(dims: ModelDims): Promise<KvLayers> {
+    if (this.host) return this.host;
+    const layers: KvLayers = [];
+    for (let l = 0; l < dims.numLayers; l++) {
+      layers.push({ key: await kvData(this.presents!.get(pastName(l, 'key'))!), value: await kvData(this.presents!.get(pastName(l, 'value'))!) });
+    }
+    return (this.host = layers);
+  }
+
+  /** Frees GPU-resident presents (host memory is left to the garbage collector). */
+  dispose(): void {
+    for (const t of this.presents?.values() ?? []) if (t.location === 'gpu-buffer') t.dispose();
+  }
 }
 
 /** One row of a forward pass: new tokens after a past cache. */
@@ -249,38 +302,49 @@ export async function scoreSequencesShared(
     signal: options.signal,
   };
   const rounds = Math.max(...round) + 1;
-  for (let r = 0; r < rounds; r++) {
-    const members = order.filter((i) => alias[i]! < 0 && round[i] === r);
-    const jobs = members.map((i): RowJob => {
-      const s = sequences[i]!;
-      const p = partner[i]!;
-      return {
-        past: p >= 0 ? caches.get(p) : undefined,
-        pastLength: start[i]!,
-        tokens: full[i]!.slice(start[i]!),
-        actionLength: s.action.length,
-        action: s.action,
-        wantKv: dependents[i]! > 0,
-        withAttention: s.withAttention === true,
-      };
-    });
-    const outs = await runJobs(call, jobs);
-    members.forEach((i, k) => {
-      const o = outs[k]!;
-      const res: ScoreResult = { tokenLogProbs: o.tokenLogProbs! };
-      if (o.attention) res.attention = o.attention;
-      results[i] = res;
-      if (o.kv) caches.set(i, o.kv);
-    });
-    for (const i of members) {
-      const p = partner[i]!;
-      if (p >= 0 && --dependents[p]! === 0) caches.delete(p);
-    }
+  try {
+    await runRounds();
+  } finally {
+    for (const c of caches.values()) c.dispose();
   }
   alias.forEach((a, i) => {
     if (a >= 0) results[i] = { tokenLogProbs: Float64Array.from(results[a]!.tokenLogProbs) };
   });
   return { results, stats };
+
+  async function runRounds(): Promise<void> {
+    for (let r = 0; r < rounds; r++) {
+      const members = order.filter((i) => alias[i]! < 0 && round[i] === r);
+      const jobs = members.map((i): RowJob => {
+        const s = sequences[i]!;
+        const p = partner[i]!;
+        return {
+          past: p >= 0 ? caches.get(p) : undefined,
+          pastLength: start[i]!,
+          tokens: full[i]!.slice(start[i]!),
+          actionLength: s.action.length,
+          action: s.action,
+          wantKv: dependents[i]! > 0,
+          withAttention: s.withAttention === true,
+        };
+      });
+      const outs = await runJobs(call, jobs);
+      members.forEach((i, k) => {
+        const o = outs[k]!;
+        const res: ScoreResult = { tokenLogProbs: o.tokenLogProbs! };
+        if (o.attention) res.attention = o.attention;
+        results[i] = res;
+        if (o.kv) caches.set(i, o.kv);
+      });
+      for (const i of members) {
+        const p = partner[i]!;
+        if (p >= 0 && --dependents[p]! === 0) {
+          caches.get(p)!.dispose();
+          caches.delete(p);
+        }
+      }
+    }
+  }
 }
 
 /**
@@ -400,9 +464,15 @@ async function runChunked(call: Call, job: RowJob): Promise<RowOutput> {
       withAttention: last && job.withAttention,
     };
     stats.peakEstimatedBytes = Math.max(stats.peakEstimatedBytes, estimateForwardBytes(dims, 1, pastLength, size, last ? keep : 1) + heldBytes());
-    const [out] = await forward(call, [row]);
-    if (last) return out!;
-    past = out!.kv;
+    let out: RowOutput;
+    try {
+      [out] = (await forward(call, [row])) as [RowOutput];
+    } finally {
+      // A previous chunk's cache is this row's own; the first past belongs to the caller.
+      if (past !== job.past) past?.dispose();
+    }
+    if (last) return out;
+    past = out.kv;
     pastLength += size;
     offset += size;
   }
@@ -447,17 +517,18 @@ async function forward(call: Call, rows: readonly RowJob[]): Promise<RowOutput[]
   // One row continuing from the whole of its cache (the next chunk of a long row): the cache is the past as is.
   const only = b === 1 ? rows[0]! : undefined;
   const wholeCache = only?.past !== undefined && only.past.length === only.pastLength ? only.past : undefined;
+  // Rows whose past is a prefix of a cache, or shares a tensor with other rows, are copied from host arrays.
+  const pasts = wholeCache ? [] : await Promise.all(rows.map((j) => j.past?.layers(dims)));
   for (let l = 0; l < dims.numLayers; l++) {
     for (const kv of ['key', 'value'] as const) {
-      const name = `past_key_values.${l}.${kv}`;
+      const name = pastName(l, kv);
       if (wholeCache) {
-        const src = wholeCache.layers[l]![kv];
-        feeds[name] = src instanceof Uint16Array ? session.makeFloat16(src, [1, H, P, D]) : session.makeFloat32(src, [1, H, P, D]);
+        feeds[name] = wholeCache.past(session, dims, l, kv);
         continue;
       }
       const data = call.pastBuffers.get(name, b * H * P * D, dims.kvType === 'float16');
       rows.forEach((j, r) => {
-        const src = j.past?.layers[l]![kv];
+        const src = pasts[r]?.[l]![kv];
         const len = j.past?.length ?? 0;
         for (let h = 0; h < H; h++) {
           const at = (r * H + h) * P * D;
@@ -477,12 +548,14 @@ async function forward(call: Call, rows: readonly RowJob[]): Promise<RowOutput[]
   const logits = out['logits']!;
   const logitData = floatValues(await tensorData(logits), logits.type);
   const [, K, V] = logits.dims as [number, number, number];
-  const presents: Array<{ key: KvArray; value: KvArray }> = [];
+  // Presents by the past input they become (a single row's presents are its cache as they are).
+  const presentTensors = new Map<string, Tensor>();
   if (wantKv) {
-    for (let l = 0; l < dims.numLayers; l++) {
-      presents.push({ key: await kvData(out[`present.${l}.key`]!), value: await kvData(out[`present.${l}.value`]!) });
-    }
+    for (let l = 0; l < dims.numLayers; l++) for (const kv of ['key', 'value'] as const) presentTensors.set(pastName(l, kv), out[`present.${l}.${kv}`]!);
   }
+  const batchedCache = wantKv && b > 1 ? KvCache.fromPresents(T, presentTensors) : undefined;
+  const presents = batchedCache ? await batchedCache.layers(dims) : [];
+  batchedCache?.dispose();
   const res: RowOutput[] = [];
   for (let r = 0; r < b; r++) {
     const j = rows[r]!;
@@ -495,13 +568,13 @@ async function forward(call: Call, rows: readonly RowJob[]): Promise<RowOutput[]
     }
     if (j.wantKv && b === 1) {
       // A single row has no gap and no padding: its present tensors are exactly its cache.
-      o.kv = { length: T, layers: presents };
+      o.kv = KvCache.fromPresents(T, presentTensors);
     } else if (j.wantKv) {
       const s = j.tokens.length;
       const len = j.pastLength + s;
-      o.kv = {
-        length: len,
-        layers: presents.map((p) => {
+      o.kv = KvCache.fromHost(
+        len,
+        presents.map((p) => {
           const cut = (src: KvArray): KvArray => {
             const dst = src instanceof Uint16Array ? new Uint16Array(H * len * D) : new Float32Array(H * len * D);
             for (let h = 0; h < H; h++) {
@@ -513,7 +586,7 @@ async function forward(call: Call, rows: readonly RowJob[]): Promise<RowOutput[]
           };
           return { key: cut(p.key), value: cut(p.value) };
         }),
-      };
+      );
     }
     if (j.withAttention && attRows > 0) o.attention = await sliceAttention(out, dims, r, attRows, T, j);
     res.push(o);

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { Tensor } from 'onnxruntime-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dimsFromConfig } from '../../src/engine/engine';
 import { createOrtSession, type Backend, type OrtSession } from '../../src/engine/ort-session';
@@ -164,6 +165,59 @@ for (const { name, backend } of BACKENDS) {
       for (let i = 0; i < a.data.length; i++) m = Math.max(m, Math.abs(a.data[i]! - b.data[i]!));
       expect(m).toBeLessThan(LOGPROB_TOL);
       c.sequences.forEach((_, i) => expect(maxDiff(chunked.results[i]!.tokenLogProbs, naive[i]!.tokenLogProbs)).toBeLessThan(LOGPROB_TOL));
+    });
+
+    it('feeds GPU-resident caches back as they are, downloads only those it copies prefixes from, and frees them all', async () => {
+      // The session stands in for WebGPU's 'gpu-buffer' outputs: present tensors come back as handles whose
+      // data must be downloaded (getData) and which must be disposed; fed back, they reach the model unchanged.
+      const c = syntheticCase(3, 21, true);
+      const plain = await scoreSequencesShared(session, dims, c.sequences, { maxChunkTokens: 16 });
+      let created = 0;
+      let downloaded = 0;
+      let fedBack = 0;
+      const live = new Set<object>();
+      const real = new WeakMap<object, Tensor>();
+      const gpu: OrtSession = {
+        ...session,
+        run: async (feeds, fetches) => {
+          const unwrapped: Record<string, Tensor> = {};
+          for (const [name, t] of Object.entries(feeds)) {
+            const r = real.get(t);
+            if (r) {
+              expect(live.has(t)).toBe(true);
+              fedBack += 1;
+            }
+            unwrapped[name] = r ?? t;
+          }
+          const out = await session.run(unwrapped, fetches);
+          for (const name of Object.keys(out)) {
+            if (!name.startsWith('present.')) continue;
+            const t = out[name]!;
+            const handle = {
+              location: 'gpu-buffer',
+              type: t.type,
+              dims: t.dims,
+              get data(): never {
+                throw new Error('GPU tensors have no host data; call getData()');
+              },
+              getData: async () => (downloaded++, t.data),
+              dispose: () => void live.delete(handle),
+            } as unknown as Tensor;
+            real.set(handle, t);
+            live.add(handle);
+            created += 1;
+            out[name] = handle;
+          }
+          return out;
+        },
+      };
+      const onGpu = await scoreSequencesShared(gpu, dims, c.sequences, { maxChunkTokens: 16 });
+      c.sequences.forEach((_, i) => expect(maxDiff(onGpu.results[i]!.tokenLogProbs, plain.results[i]!.tokenLogProbs)).toBeLessThan(1e-9));
+      expect(fedBack).toBeGreaterThan(0);
+      // Downloads: only the full sequence's cache, once, for the branches that copy a prefix of it.
+      expect(downloaded).toBe(2 * dims.numLayers);
+      expect(created).toBeGreaterThan(downloaded);
+      expect(live.size).toBe(0);
     });
 
     it('refuses a budget or chunk size that is not a positive integer, naming the option', async () => {
