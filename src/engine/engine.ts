@@ -12,7 +12,7 @@ import { encodeTemplateCall } from './template-format.js';
 import { exposeAttentionCached, type AttentionAdaptation } from './attention-adapter.js';
 import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
-import { scoreSequencesShared } from './prefix-scorer.js';
+import { checkPositiveIntegerOption, scoreSequencesShared } from './prefix-scorer.js';
 import { DEFAULT_MAX_BATCH_TOKENS, presentOutputNames, scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
 
@@ -179,12 +179,7 @@ function checkScoringOptions(options: Pick<EngineOptions, 'scoring' | 'maxBatchT
   if (options.scoring !== undefined && !SCORING_MODES.includes(options.scoring)) {
     throw new InvalidOptionsError(`Invalid option scoring: received ${JSON.stringify(options.scoring)}; allowed: ${SCORING_MODES.map((m) => `'${m}'`).join(', ')}.`, { option: 'scoring' });
   }
-  for (const option of ['maxBatchTokens', 'maxBatchBytes'] as const) {
-    const n = options[option];
-    if (n !== undefined && !(Number.isInteger(n) && n >= 1)) {
-      throw new InvalidOptionsError(`Invalid option ${option}: received ${JSON.stringify(n)}; allowed: an integer >= 1.`, { option });
-    }
-  }
+  for (const option of ['maxBatchTokens', 'maxBatchBytes'] as const) checkPositiveIntegerOption(option, options[option]);
 }
 
 /**

@@ -24,6 +24,7 @@
  * later rows copy a prefix of is downloaded, once. GPU buffers are freed when their last user ran.
  */
 import type { Tensor } from 'onnxruntime-web';
+import { InvalidOptionsError } from '../core/errors.js';
 import { float16Bits } from './float16.js';
 import type { OrtSession } from './ort-session.js';
 import { estimateForwardBytes, floatValues, kvBytesPerToken, logSoftmaxAt, presentOutputNames, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
@@ -85,6 +86,10 @@ type KvArray = Float32Array | Uint16Array;
 
 type KvLayers = Array<{ key: KvArray; value: KvArray }>;
 
+/** A KV tensor of the stored element type. */
+const kvTensor = (session: OrtSession, data: KvArray, shape: readonly number[]): Tensor =>
+  data instanceof Uint16Array ? session.makeFloat16(data, shape) : session.makeFloat32(data, shape);
+
 /** The past input one layer's key or value cache feeds. */
 const pastName = (layer: number, kv: 'key' | 'value') => `past_key_values.${layer}.${kv}`;
 
@@ -115,11 +120,7 @@ class KvCache {
 
   /** The tensor to feed as a layer's past when a pass continues from the whole cache: the present itself where there is one. */
   past(session: OrtSession, dims: ModelDims, layer: number, kv: 'key' | 'value'): Tensor {
-    const present = this.presents?.get(pastName(layer, kv));
-    if (present) return present;
-    const data = this.host![layer]![kv];
-    const shape = [1, dims.numKeyValueHeads, this.length, dims.headDim];
-    return data instanceof Uint16Array ? session.makeFloat16(data, shape) : session.makeFloat32(data, shape);
+    return this.presents?.get(pastName(layer, kv)) ?? kvTensor(session, this.host![layer]![kv], [1, dims.numKeyValueHeads, this.length, dims.headDim]);
   }
 
   /** Host arrays per layer (downloaded once from the GPU for a GPU-resident cache). */
@@ -184,9 +185,10 @@ export function defaultBatchBytes(dims: ModelDims, maxLength: number, actionLeng
   return Math.max(least, chunkBudgetBytes(dims, maxLength, actionLength, maxChunkTokens));
 }
 
-function checkPositiveInteger(name: string, value: number | undefined): void {
+/** Refuses a count or byte option that is given but not an integer >= 1 (options arrive untyped from pages and workers). */
+export function checkPositiveIntegerOption(option: string, value: number | undefined): void {
   if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
-    throw new RangeError(`Invalid option ${name}: received ${JSON.stringify(value)}; allowed: an integer >= 1.`);
+    throw new InvalidOptionsError(`Invalid option ${option}: received ${JSON.stringify(value)}; allowed: an integer >= 1.`, { option });
   }
 }
 
@@ -228,8 +230,8 @@ export async function scoreSequencesShared(
   sequences: readonly ScoreSequence[],
   options: PrefixScoreOptions = {},
 ): Promise<PrefixScoreOutput> {
-  checkPositiveInteger('maxBatchBytes', options.maxBatchBytes);
-  checkPositiveInteger('maxChunkTokens', options.maxChunkTokens);
+  checkPositiveIntegerOption('maxBatchBytes', options.maxBatchBytes);
+  checkPositiveIntegerOption('maxChunkTokens', options.maxChunkTokens);
   const maxChunk = options.maxChunkTokens ?? DEFAULT_MAX_CHUNK_TOKENS;
   const full = sequences.map((s) => [...s.context, ...s.action]);
   const longest = Math.max(0, ...full.map((s) => s.length));
@@ -537,7 +539,7 @@ async function forward(call: Call, rows: readonly RowJob[]): Promise<RowOutput[]
           data.fill(0, at + j.pastLength * D, at + P * D);
         }
       });
-      feeds[name] = data instanceof Uint16Array ? session.makeFloat16(data, [b, H, P, D]) : session.makeFloat32(data, [b, H, P, D]);
+      feeds[name] = kvTensor(session, data, [b, H, P, D]);
     }
   }
   const wantKv = rows.some((j) => j.wantKv);

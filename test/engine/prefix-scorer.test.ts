@@ -72,7 +72,7 @@ function syntheticCase(spans: number, seed: number, withTools: boolean, withAtte
   };
 }
 
-function maxDiff(a: Float64Array, b: Float64Array): number {
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   expect(a.length).toBe(b.length);
   let m = 0;
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
@@ -161,9 +161,7 @@ for (const { name, backend } of BACKENDS) {
       const a = chunked.results[0]!.attention!;
       const b = naive[0]!.attention!;
       expect(a.dims).toEqual(b.dims);
-      let m = 0;
-      for (let i = 0; i < a.data.length; i++) m = Math.max(m, Math.abs(a.data[i]! - b.data[i]!));
-      expect(m).toBeLessThan(LOGPROB_TOL);
+      expect(maxDiff(a.data, b.data)).toBeLessThan(LOGPROB_TOL);
       c.sequences.forEach((_, i) => expect(maxDiff(chunked.results[i]!.tokenLogProbs, naive[i]!.tokenLogProbs)).toBeLessThan(LOGPROB_TOL));
     });
 
@@ -233,9 +231,7 @@ for (const { name, backend } of BACKENDS) {
       const a = shared.results[0]!.attention!;
       const b = naive[0]!.attention!;
       expect(a.dims).toEqual(b.dims);
-      let m = 0;
-      for (let i = 0; i < a.data.length; i++) m = Math.max(m, Math.abs(a.data[i]! - b.data[i]!));
-      expect(m).toBeLessThan(LOGPROB_TOL);
+      expect(maxDiff(a.data, b.data)).toBeLessThan(LOGPROB_TOL);
     });
 
     it('scores duplicates and a context that is a prefix of another correctly', async () => {
