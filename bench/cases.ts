@@ -250,7 +250,9 @@ export async function benchCase(bs: BenchSession, dims: ModelDims, spec: CaseSpe
   let shared!: Awaited<ReturnType<typeof scoreSequencesShared>>;
   let ref!: Awaited<ReturnType<typeof scoreSequences>>;
   let tj!: Float64Array[];
-  const measure = (!bs.pathMemory && bs.memoryDelta?.bind(bs)) || (async (fn: () => Promise<unknown>) => (await fn(), Number.NaN));
+  // Measured here only where the harness cannot measure each path in a fresh process (pathMemory, below).
+  const inProcess = bs.pathMemory ? undefined : bs.memoryDelta?.bind(bs);
+  const measure = inProcess ?? (async (fn: () => Promise<unknown>) => (await fn(), Number.NaN));
   const mem = {
     prefix: await measure(async () => (shared = await PATHS.prefix(ours, dims, sequences))),
     naive: await measure(async () => (ref = await PATHS.naive(naive, dims, sequences))),

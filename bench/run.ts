@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dimsFromConfig } from '../src/engine/engine.js';
-import { createOrtSession, type Backend } from '../src/engine/ort-session.js';
+import { createOrtSession, type Backend, type OrtSession } from '../src/engine/ort-session.js';
 import type { ModelDims } from '../src/engine/scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from '../src/engine/tokenizer.js';
 import { CHROMIUM_PATH } from '../chromium.config.js';
@@ -61,8 +61,7 @@ async function probe(name: NodeBackendName, path: PathName, specArg: string): Pr
   const [tokens, spans] = specArg.split('x').map(Number) as [number, number];
   const dims = benchDims();
   const [c] = casesFor([{ tokens, spans }], dims, loadTokenizer());
-  const { backend, threads }: { backend: Backend; threads: number | undefined } = NODE_BACKENDS[name];
-  const session = await createOrtSession(readFileSync(`${MODEL_DIR}onnx/model.onnx`), { backend, ...(threads ? { wasmThreads: threads } : {}) });
+  const session = await opener(name)(readFileSync(`${MODEL_DIR}onnx/model.onnx`));
   const mib = await peakRssDelta(() => PATHS[path](session, dims, c!.sequences));
   await session.release();
   process.stdout.write(`${mib}\n`);
@@ -70,12 +69,7 @@ async function probe(name: NodeBackendName, path: PathName, specArg: string): Pr
 
 /** Runs `probe` in a child process: each path's peak memory measured from the same fresh start. */
 function probeChild(name: NodeBackendName, path: PathName, spec: CaseSpec): number {
-  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--probe', name, path, `${spec.tokens}x${spec.spans}`], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  if (r.status !== 0) throw new Error(`bench memory probe ${name} ${path} failed with status ${r.status}`);
-  return Number(r.stdout.trim().split('\n').pop());
+  return Number(runChild(['--probe', name, path, `${spec.tokens}x${spec.spans}`], `bench memory probe ${name} ${path}`));
 }
 
 /**
@@ -105,12 +99,29 @@ function casesFor(specs: readonly CaseSpec[], dims: ModelDims, tok: ProxyTokeniz
   return specs.map((spec) => (tok ? buildCase(tok, spec) : syntheticCase(dims, spec)));
 }
 
+/** Opens model bytes on a Node backend. */
+function opener(name: NodeBackendName): (bytes: Uint8Array) => Promise<OrtSession> {
+  const { backend, threads }: { backend: Backend; threads: number | undefined } = NODE_BACKENDS[name];
+  return (bytes) => createOrtSession(bytes, { backend, ...(threads ? { wasmThreads: threads } : {}) });
+}
+
+/** Runs this script in a child process with `args`; returns the last line it printed. */
+function runChild(args: readonly string[], what: string): string {
+  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 64 * 2 ** 20,
+  });
+  if (r.status !== 0) throw new Error(`${what} failed with status ${r.status}`);
+  return r.stdout.trim().split('\n').pop()!;
+}
+
 async function child(name: NodeBackendName, quick: boolean, args: readonly string[]): Promise<void> {
   const dims = benchDims();
   const tok = loadTokenizer();
-  const { backend, threads }: { backend: Backend; threads: number | undefined } = NODE_BACKENDS[name];
+  const { backend, threads } = NODE_BACKENDS[name];
   const model = readFileSync(`${MODEL_DIR}onnx/model.onnx`);
-  const open = (bytes: Uint8Array) => createOrtSession(bytes, { backend, ...(threads ? { wasmThreads: threads } : {}) });
+  const open = opener(name);
   const bs: BenchSession = {
     name: name === 'node' ? 'onnxruntime-node' : `onnxruntime-web wasm ${threads} thread(s)`,
     create: () => open(model),
@@ -196,13 +207,7 @@ function table(rows: CaseResult[]): string {
 }
 
 function nodeChild(name: NodeBackendName, quick: boolean, args: readonly string[]): BackendRun {
-  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--child', name, ...(quick ? ['--quick'] : []), ...passThrough(args)], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-    maxBuffer: 64 * 2 ** 20,
-  });
-  if (r.status !== 0) throw new Error(`bench child ${name} failed with status ${r.status}`);
-  return JSON.parse(r.stdout.trim().split('\n').pop()!) as BackendRun;
+  return JSON.parse(runChild(['--child', name, ...(quick ? ['--quick'] : []), ...passThrough(args)], `bench child ${name}`)) as BackendRun;
 }
 
 function passThrough(args: readonly string[]): string[] {
