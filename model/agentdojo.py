@@ -199,19 +199,28 @@ def main():
     ap = argparse.ArgumentParser(description="Guard cases (dev.jsonl's format) from held-out AgentDojo training runs.")
     ap.add_argument("--traces", default="../shared/datasets/agentdojo/train-traces.jsonl")
     ap.add_argument("--holdout", type=int, default=10, help="percent of runs held out (train.py --trace-holdout)")
+    ap.add_argument("--suite", default=None,
+                    help="cases from every run of this suite instead (for a model trained with "
+                         "--trace-exclude-suite SUITE, which saw none of them)")
     ap.add_argument("--out", required=True, help="JSON Lines, xz-compressed when the name ends in .xz")
     args = ap.parse_args()
     traces = [json.loads(line) for line in open(args.traces, encoding="utf-8") if line.strip()]
-    # Which functions serve a user task is read off the training runs only.
-    functions = user_task_functions([t for t in traces if not held_out(t, args.holdout)])
-    cases = guard_cases([t for t in traces if held_out(t, args.holdout)], functions)
+    if args.suite:
+        # The suite's model never trained on any of its runs, so its labels may read all of them.
+        runs = [t for t in traces if t["suite"] == args.suite]
+        functions, held = user_task_functions(runs), runs
+    else:
+        # Which functions serve a user task is read off the training runs only.
+        functions = user_task_functions([t for t in traces if not held_out(t, args.holdout)])
+        held = [t for t in traces if held_out(t, args.holdout)]
+    cases = guard_cases(held, functions)
     opener = lzma.open if args.out.endswith(".xz") else open
     with opener(args.out, "wt", encoding="utf-8") as f:
         for c in cases:
             f.write(json.dumps(c, ensure_ascii=False) + "\n")
     n_inj = sum(c["label"] == "injected" for c in cases)
-    print(f"{len(cases)} cases ({n_inj} injected, {len(cases) - n_inj} benign) from "
-          f"{sum(held_out(t, args.holdout) for t in traces)} held-out runs -> {args.out}")
+    print(f"{len(cases)} cases ({n_inj} injected, {len(cases) - n_inj} benign) from {len(held)} held-out runs "
+          f"-> {args.out}")
 
 
 if __name__ == "__main__":

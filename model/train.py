@@ -115,8 +115,9 @@ def _encode_job(job):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--train", default="data/train.jsonl")
-    ap.add_argument("--validation", default="data/validation.jsonl")
+    ap.add_argument("--train", default="data/train.jsonl",
+                    help="generator cases; several files separated by commas (e.g. model/corpus.py's broad-train)")
+    ap.add_argument("--validation", default="data/validation.jsonl", help="likewise, comma-separated")
     ap.add_argument("--traces", default="../shared/datasets/agentdojo/train-traces.jsonl")
     ap.add_argument("--out", default="model/runs/edgearmor-proxy")
     ap.add_argument("--vocab-size", type=int, default=4096)
@@ -148,6 +149,9 @@ def main():
                     help="the same for each AgentDojo run with no attack (data.trace_request_counterfactual); "
                          "without attack counterfactuals from the traces it teaches that no AgentDojo call "
                          "survives without its request, injected ones included (see model/gpu-trials.md)")
+    ap.add_argument("--trace-exclude-suite", default=None,
+                    help="leave every AgentDojo run of this suite out (cross-suite held-out models: the suite is then "
+                         "scored by a model that never saw it)")
     ap.add_argument("--trace-holdout", type=int, default=0,
                     help="percent of AgentDojo runs kept out of training (by run id, agentdojo.held_out), for "
                          "guard cases cut from them with model/agentdojo.py")
@@ -171,9 +175,10 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
 
-    gen_train = load_jsonl(args.train)
-    gen_val = load_jsonl(args.validation)
-    traces = [t for t in load_jsonl(args.traces) if not agentdojo.held_out(t, args.trace_holdout)]
+    gen_train = [c for p in args.train.split(",") for c in load_jsonl(p)]
+    gen_val = [c for p in args.validation.split(",") for c in load_jsonl(p)]
+    traces = [t for t in load_jsonl(args.traces) if not agentdojo.held_out(t, args.trace_holdout)
+              and t.get("suite") != args.trace_exclude_suite]
     rng.shuffle(traces)
     n_trace_val = len(traces) // 20
     trace_val, trace_train = traces[:n_trace_val], traces[n_trace_val:]
