@@ -194,7 +194,6 @@ def counterfactuals(trace: dict, functions: dict[tuple[str, str], set[str]], rng
 
 def main():
     import argparse
-    import lzma
 
     ap = argparse.ArgumentParser(description="Guard cases (dev.jsonl's format) from held-out AgentDojo training runs.")
     ap.add_argument("--traces", default="../shared/datasets/agentdojo/train-traces.jsonl")
@@ -202,25 +201,41 @@ def main():
     ap.add_argument("--suite", default=None,
                     help="cases from every run of this suite instead (for a model trained with "
                          "--trace-exclude-suite SUITE, which saw none of them)")
-    ap.add_argument("--out", required=True, help="JSON Lines, xz-compressed when the name ends in .xz")
+    ap.add_argument("--out", default=None, help="JSON Lines, xz-compressed when the name ends in .xz")
+    ap.add_argument("--choice-sets", default=None, metavar="DIR",
+                    help="write DIR/adv-val.jsonl.xz (--holdout) and DIR/adv-<suite>.jsonl.xz for every suite at once")
     args = ap.parse_args()
     traces = [json.loads(line) for line in open(args.traces, encoding="utf-8") if line.strip()]
-    if args.suite:
+    if args.choice_sets:
+        write_cases(f"{args.choice_sets}/adv-val.jsonl.xz", *held_out_cases(traces, args.holdout, None))
+        for suite in sorted({t["suite"] for t in traces}):
+            write_cases(f"{args.choice_sets}/adv-{suite}.jsonl.xz", *held_out_cases(traces, args.holdout, suite))
+        return
+    if not args.out:
+        ap.error("--out or --choice-sets is required")
+    write_cases(args.out, *held_out_cases(traces, args.holdout, args.suite))
+
+
+def held_out_cases(traces: list[dict], holdout: int, suite: str | None) -> tuple[list[dict], int]:
+    """Guard cases from the runs a model did not train on: those held out by run id, or every run of `suite`."""
+    if suite:
         # The suite's model never trained on any of its runs, so its labels may read all of them.
-        runs = [t for t in traces if t["suite"] == args.suite]
-        functions, held = user_task_functions(runs), runs
-    else:
-        # Which functions serve a user task is read off the training runs only.
-        functions = user_task_functions([t for t in traces if not held_out(t, args.holdout)])
-        held = [t for t in traces if held_out(t, args.holdout)]
-    cases = guard_cases(held, functions)
-    opener = lzma.open if args.out.endswith(".xz") else open
-    with opener(args.out, "wt", encoding="utf-8") as f:
+        runs = [t for t in traces if t["suite"] == suite]
+        return guard_cases(runs, user_task_functions(runs)), len(runs)
+    # Which functions serve a user task is read off the training runs only.
+    functions = user_task_functions([t for t in traces if not held_out(t, holdout)])
+    held = [t for t in traces if held_out(t, holdout)]
+    return guard_cases(held, functions), len(held)
+
+
+def write_cases(path: str, cases: list[dict], n_runs: int) -> None:
+    import lzma
+    opener = lzma.open if path.endswith(".xz") else open
+    with opener(path, "wt", encoding="utf-8") as f:
         for c in cases:
             f.write(json.dumps(c, ensure_ascii=False) + "\n")
     n_inj = sum(c["label"] == "injected" for c in cases)
-    print(f"{len(cases)} cases ({n_inj} injected, {len(cases) - n_inj} benign) from {len(held)} held-out runs "
-          f"-> {args.out}")
+    print(f"{len(cases)} cases ({n_inj} injected, {len(cases) - n_inj} benign) from {n_runs} held-out runs -> {path}")
 
 
 if __name__ == "__main__":

@@ -74,16 +74,25 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     table = {os.path.basename(r.rstrip("/")): report(r, args.tau) for r in args.runs}
+    for path in args.runs:
+        log_path = f"{path}/train-log.json"
+        if os.path.exists(log_path):
+            log = json.load(open(log_path))
+            print(os.path.basename(path.rstrip("/")), {k: log.get(k) for k in ("params", "steps_done", "tokens_seen", "best_step",
+                                                                   "validation_loss", "trace_validation_loss")})
     for run, sets in table.items():
         print(f"== {run}")
         for sl, v in sets.items():
             if "roc_auc" in v:
-                print(f"  {sl:28s} AUC {v['roc_auc']:.3f} AP {v['ap']:.3f} TPR {v['tpr']:.3f} FPR {v['fpr']:.3f} "
+                auc = f"{v['roc_auc']:.3f}" if v["n_pos"] and v["n_neg"] else "n/a"
+                print(f"  {sl:28s} AUC {auc} AP {v['ap']:.3f} TPR {v['tpr']:.3f} FPR {v['fpr']:.3f} "
                       f"(n+ {v['n_pos']}, n- {v['n_neg']})")
             else:
                 print(f"  {sl:28s} clean FPR results {v['fpr_results']:.3f} descriptions {v['fpr_descriptions']:.3f} (n {v['n']})")
     if args.json:
-        json.dump(table, open(args.json, "w"), indent=1)
+        # NaN (a slice with one class only) is not JSON: null instead.
+        clean = lambda v: {k: clean(x) for k, x in v.items()} if isinstance(v, dict) else (None if v != v else v)
+        json.dump(clean(table), open(args.json, "w"), indent=1)
 
 
 if __name__ == "__main__":

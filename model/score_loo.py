@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -108,6 +109,26 @@ def deltas(res):
     return user, spans, tools
 
 
+def score_file(model, tok, max_len, cases_path, out_path, limit, tool_loo, device):
+    cases = load_jsonl(cases_path, limit)
+    t0 = time.time()
+    # Written under a temporary name and renamed when complete: a file that exists is whole.
+    out = open(out_path + ".part", "w") if out_path else None
+    for i, c in enumerate(cases):
+        res = score_case(model, tok, c, max_len, tool_loo, device)
+        user, spans, tools = deltas(res)
+        rec = {"id": c.get("id"), "label": c.get("label"), "kind": c.get("kind"), "attack": c.get("attack"),
+               "injected_in": c.get("injected_in"), "poisoned_tool": c.get("poisoned_tool"),
+               "suite": c.get("suite"), "user": user, "spans": spans, "tools": tools, "n_action": res["n_action"]}
+        if out:
+            out.write(json.dumps(rec) + "\n")
+        if (i + 1) % 100 == 0:
+            print(f"{cases_path}: {i + 1}/{len(cases)} {time.time() - t0:.0f}s", flush=True)
+    if out:
+        out.close()
+        os.replace(out_path + ".part", out_path)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", default="model/runs/edgearmor-proxy")
@@ -116,26 +137,24 @@ def main():
     ap.add_argument("--out", default=None, help="write per-case scores as JSON Lines")
     ap.add_argument("--tool-loo", action="store_true")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--sets", nargs="*", default=None, metavar="CASES=OUT[:LIMIT][:tools]",
+                    help="score several files with one model load instead of --cases/--out; an OUT that exists "
+                         "is kept (resuming), ':tools' adds leave-one-out over tool descriptions")
     args = ap.parse_args()
     torch.set_num_threads(2)
     model = load(args.run).to(args.device)
     tok = Tokenizer.load(f"{args.run}/tokenizer.json")
     max_len = model.cfg.max_position_embeddings
-    cases = load_jsonl(args.cases, args.limit)
-    out = open(args.out, "w") if args.out else None
-    t0 = time.time()
-    for i, c in enumerate(cases):
-        res = score_case(model, tok, c, max_len, args.tool_loo, args.device)
-        user, spans, tools = deltas(res)
-        rec = {"id": c.get("id"), "label": c.get("label"), "kind": c.get("kind"), "attack": c.get("attack"),
-               "injected_in": c.get("injected_in"), "poisoned_tool": c.get("poisoned_tool"),
-               "suite": c.get("suite"), "user": user, "spans": spans, "tools": tools, "n_action": res["n_action"]}
-        if out:
-            out.write(json.dumps(rec) + "\n")
-        if (i + 1) % 100 == 0:
-            print(f"{i + 1}/{len(cases)} {time.time() - t0:.0f}s", flush=True)
-    if out:
-        out.close()
+    if args.sets is None:
+        score_file(model, tok, max_len, args.cases, args.out, args.limit, args.tool_loo, args.device)
+        return
+    for spec in args.sets:
+        cases_path, rest = spec.split("=", 1)
+        out_path, *opts = rest.split(":")
+        if os.path.exists(out_path):
+            continue
+        limit = next((int(o) for o in opts if o.isdigit()), args.limit)
+        score_file(model, tok, max_len, cases_path, out_path, limit, "tools" in opts, args.device)
 
 
 if __name__ == "__main__":

@@ -166,6 +166,9 @@ def main():
                     help="fraction of training conversations whose copied identifiers are redrawn (model/scramble.py)")
     ap.add_argument("--copy-drills", type=float, default=0.0,
                     help="synthetic copy sequences added, as a fraction of the training sequences (data.copy_drill)")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue from <out>/checkpoint.pt when it exists (written at every validation): weights, "
+                         "optimiser, step, tokens and minutes so far; the batch order is drawn anew")
     ap.add_argument("--init", default=None,
                     help="start from this run directory's weights, config and tokenizer (fine-tuning)")
     args = ap.parse_args()
@@ -292,10 +295,22 @@ def main():
         print("eval " + json.dumps(rec), flush=True)
         if best is None or vl + tl < best[0]:
             best = (vl + tl, step, {k: v.detach().clone() for k, v in model.state_dict().items()})
+        if args.resume:
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "tokens_seen": tokens_seen,
+                        "minutes": (time.time() - t_train) / 60, "best": best, "log": log},
+                       f"{args.out}/checkpoint.pt.tmp")
+            os.replace(f"{args.out}/checkpoint.pt.tmp", f"{args.out}/checkpoint.pt")
 
     step, epoch = 0, 0
     t_train = time.time()
     tokens_seen = 0
+    if args.resume and os.path.exists(f"{args.out}/checkpoint.pt"):
+        ck = torch.load(f"{args.out}/checkpoint.pt", map_location=args.device)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        step, tokens_seen, best, log = ck["step"], ck["tokens_seen"], ck["best"], ck["log"]
+        t_train = time.time() - ck["minutes"] * 60
+        print(f"resume: step {step}, {ck['minutes']:.1f} minutes done", flush=True)
     while step < args.steps:
         for idx in batches(train_ex, args.batch_tokens, rng):
             if step >= args.steps or (time.time() - t_train) / 60 > args.max_minutes:
