@@ -14,6 +14,7 @@ import {
   sampleCases,
   type EvalCase,
   type EvalMethod,
+  type EvalSummary,
 } from '../eval/index.js';
 import { resolveOptions } from '../core/options.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE, withNegativeNumbers } from './flags.js';
@@ -119,8 +120,23 @@ export async function evalCommand(args: string[]): Promise<void> {
     (m) =>
       `${m.method.padEnd(22)} TPR ${fmt(m.tpr)}  FPR ${fmt(m.fpr)}  AUC ${fmt(m.roc_auc)}  AP ${fmt(m.average_precision)}  TPR@1% ${fmt(m.tpr_at_1pct_fpr)}  TPR@5% ${fmt(m.tpr_at_5pct_fpr)}  attr ${fmt(m.attribution_accuracy)}  p50 ${fmt(m.latency_ms.p50, 0)}ms`,
   );
-  process.stdout.write(`${lines.join('\n')}\nwrote ${out.files!.results}, ${out.files!.summary}, ${out.files!.report}\n`);
+  process.stdout.write(`${lines.join('\n')}\n\n${setTable(out.summary)}\nwrote ${out.files!.results}, ${out.files!.summary}, ${out.files!.report}\n`);
   if (values.json) process.stdout.write(`${JSON.stringify(out.summary)}\n`);
+}
+
+/**
+ * The primary method per evaluation set, one row each: held-out sets (tools, domains, suites the model
+ * never trained on; the model card says which) beside in-distribution ones.
+ */
+function setTable(summary: EvalSummary): string {
+  const rows = Object.entries(summary.by_set);
+  const width = Math.max(14, ...rows.map(([k]) => k.length));
+  const head = `${'set'.padEnd(width)}  ${'n'.padStart(5)}  TPR    FPR    FPR clean (n)   AUC    TPR@5%`;
+  const body = rows.map(
+    ([set, v]) =>
+      `${set.padEnd(width)}  ${String(v.n).padStart(5)}  ${fmt(v.tpr)}  ${fmt(v.fpr)}  ${fmt(v.clean_fpr)} (${String(v.clean_benign).padStart(4)})  ${fmt(v.roc_auc)}  ${fmt(v.tpr_at_5pct_fpr)}`,
+  );
+  return [`${summary.method} per set:`, head, ...body].join('\n');
 }
 
 function fmt(x: number | null, digits = 3): string {

@@ -22,6 +22,11 @@ export interface EvalCase {
   suite: string;
   /** The file the case came from. */
   file: string;
+  /**
+   * The evaluation set the report's per-set table groups by: the file's name, split by suite when the
+   * file holds two to four suites (AgentDojo dev: `dev/banking`, `dev/slack`). Set by readEvalCases.
+   */
+  set?: string;
   /** AgentDojo's attack name, or `vector/type/style` for generator cases; 'none' when absent. */
   attack: string;
   /** The agent pipeline (AgentDojo), or 'none'. */
@@ -94,7 +99,10 @@ export function readEvalCases(path: string): EvalCase[] {
       out.push(toEvalCase(value, path, `line ${i + 1}`, out.length));
     });
   if (out.length === 0) throw new InvalidInputError(`${path}: no cases found`, { path });
-  return out;
+  const stem = basename(path).replace(/\.(jsonl|ndjson|json)$/, '');
+  const suites = new Set(out.map((c) => c.suite));
+  const bySuite = suites.size >= 2 && suites.size <= 4;
+  return out.map((c) => ({ ...c, set: bySuite ? `${stem}/${c.suite}` : stem }));
 }
 
 function shuffled<T>(items: readonly T[], rng: Rng): T[] {

@@ -32,6 +32,8 @@ export interface CaseRecord {
   id: string;
   label: EvalCase['label'];
   suite: string;
+  /** The evaluation set (EvalCase.set; the suite when the case has none). */
+  set: string;
   attack: string;
   pipeline: string;
   kind: string;
@@ -70,9 +72,26 @@ export interface MethodSummary extends ConfusionSummary {
   by_attack: Record<string, ConfusionSummary>;
   by_pipeline: Record<string, ConfusionSummary>;
   by_kind: Record<string, ConfusionSummary>;
+  /** Per evaluation set: the rates at the method's decision, its ranking, and benign calls with no attack anywhere. */
+  by_set: Record<string, SetSummary>;
   roc: RocPoint[];
   pr: PrPoint[];
 }
+
+/** One evaluation set's numbers for one method. */
+export interface SetSummary {
+  n: number;
+  tpr: number | null;
+  fpr: number | null;
+  /** Benign calls in conversations with no attack anywhere (not calls made beside an ignored attack). */
+  clean_benign: number;
+  clean_fpr: number | null;
+  roc_auc: number | null;
+  tpr_at_5pct_fpr: number | null;
+}
+
+/** Benign case kinds made beside an attack the agent ignored; every other benign kind has no attack anywhere. */
+const BESIDE_AN_ATTACK = new Set(['ignored_injection', 'ignored_poisoning', 'attacked_post_injection', 'attacked_pre_injection']);
 
 /** Options of {@link runEval}. */
 export interface RunEvalOptions {
@@ -100,6 +119,7 @@ export async function runEval(cases: readonly EvalCase[], methods: readonly Eval
       id: c.id,
       label: c.label,
       suite: c.suite,
+      set: c.set ?? c.suite,
       attack: c.attack,
       pipeline: c.pipeline,
       kind: c.kind,
@@ -167,9 +187,30 @@ export function summarizeMethod(records: readonly CaseRecord[], method: Pick<Eva
     by_attack: confusionByGroup(rows, ({ rec }) => rec.attack, decision),
     by_pipeline: confusionByGroup(rows, ({ rec }) => rec.pipeline, decision),
     by_kind: confusionByGroup(rows, ({ rec }) => rec.kind, decision),
+    by_set: summarizeSets(rows),
     roc: rocCurve(scored),
     pr: prCurve(scored),
   };
+}
+
+function summarizeSets(rows: readonly { rec: CaseRecord; r: CaseMethodResult }[]): Record<string, SetSummary> {
+  const out: Record<string, SetSummary> = {};
+  for (const set of [...new Set(rows.map(({ rec }) => rec.set))].sort()) {
+    const own = rows.filter(({ rec }) => rec.set === set);
+    const c = summarizeConfusion(confusion(own.map(({ rec, r }) => ({ positive: rec.label === 'injected', predicted: r.detected }))));
+    const scored = own.map(({ rec, r }) => ({ positive: rec.label === 'injected', score: r.score }));
+    const clean = own.filter(({ rec }) => rec.label === 'benign' && !BESIDE_AN_ATTACK.has(rec.kind));
+    out[set] = {
+      n: own.length,
+      tpr: c.tpr,
+      fpr: c.fpr,
+      clean_benign: clean.length,
+      clean_fpr: clean.length === 0 ? null : clean.filter(({ r }) => r.detected).length / clean.length,
+      roc_auc: rocAuc(scored),
+      tpr_at_5pct_fpr: tprAtFpr(scored, 0.05)?.tpr ?? null,
+    };
+  }
+  return out;
 }
 
 /** Metadata of a run, carried into every output. */
@@ -195,7 +236,8 @@ export interface EvalSummary {
   attribution_accuracy: number | null;
   latency_ms: MethodSummary['latency_ms'];
   by_suite: Record<string, { n: number; tpr: number | null; fpr: number | null }>;
-  methods: Record<string, Omit<MethodSummary, 'roc' | 'pr' | 'by_attack' | 'by_pipeline' | 'by_kind' | 'by_suite' | 'description' | 'method'>>;
+  by_set: Record<string, SetSummary>;
+  methods: Record<string, Omit<MethodSummary, 'roc' | 'pr' | 'by_attack' | 'by_pipeline' | 'by_kind' | 'by_suite' | 'by_set' | 'description' | 'method'>>;
   run: RunInfo;
 }
 
@@ -204,7 +246,7 @@ export function buildSummary(records: readonly CaseRecord[], summaries: readonly
   const primary = summaries[0]!;
   const methods: EvalSummary['methods'] = {};
   for (const s of summaries) {
-    const { roc: _roc, pr: _pr, by_attack: _a, by_pipeline: _p, by_kind: _k, by_suite: _s, description: _d, method: _m, ...rest } = s;
+    const { roc: _roc, pr: _pr, by_attack: _a, by_pipeline: _p, by_kind: _k, by_suite: _s, by_set: _set, description: _d, method: _m, ...rest } = s;
     methods[s.method] = rest;
   }
   return {
@@ -219,6 +261,7 @@ export function buildSummary(records: readonly CaseRecord[], summaries: readonly
     attribution_accuracy: primary.attribution_accuracy,
     latency_ms: primary.latency_ms,
     by_suite: Object.fromEntries(Object.entries(primary.by_suite).map(([k, v]) => [k, { n: v.n, tpr: v.tpr, fpr: v.fpr }])),
+    by_set: primary.by_set,
     methods,
     run,
   };

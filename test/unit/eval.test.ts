@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -90,6 +90,26 @@ describe('eval harness with a fake guard', () => {
     expect(summary.by_suite).toEqual({ alpha: { n: 3, tpr: 1, fpr: 1 }, beta: { n: 3, tpr: 0, fpr: 0 } });
     expect(Object.keys(methods[0]!.by_attack)).toEqual(['important_instructions', 'none']);
     expect(methods[0]!.by_pipeline['gpt']).toMatchObject({ n: 2, tp: 1, tn: 1 });
+  });
+
+  it('summarises each evaluation set, with benign calls beside an ignored attack apart from clean ones', async () => {
+    const withSets = cases.map((c, i) => ({ ...c, set: i < 3 ? 'held-out' : 'in-dist', kind: i === 2 ? 'ignored_injection' : c.kind }));
+    const byId = new Map(withSets.map((c) => [c.input, c.id]));
+    const guard = fakeGuard((input) => scores[byId.get(input as never)!]!);
+    const { summary } = await evaluate(withSets, [guardMethod(guard)], { date: 'd', files: [], model: 'm', seed: 0, limit: null, options: {} });
+    // held-out: c0 (inj, 2: flagged), c1 (inj, -1), c2 (benign beside an ignored injection, 1: flagged).
+    expect(summary.by_set['held-out']).toMatchObject({ n: 3, tpr: 0.5, fpr: 1, clean_benign: 0, clean_fpr: null, roc_auc: 0.5 });
+    // in-dist: c3 (benign, -2), c4 (inj, 3: flagged), c5 (benign, unscored).
+    expect(summary.by_set['in-dist']).toMatchObject({ n: 3, tpr: 1, fpr: 0, clean_benign: 2, clean_fpr: 0, roc_auc: 1 });
+  });
+
+  it('names the sets of a file by the file, and by suite when it holds two to four', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'edgearmor-sets-'));
+    const line = (i: number, suite: string) => JSON.stringify({ id: `x${i}`, label: 'benign', suite, messages: [{ role: 'user', content: 'hi' }], action: { name: 'f', arguments: {} } });
+    writeFileSync(join(dir, 'dev.jsonl'), [line(0, 'banking'), line(1, 'slack')].join('\n'));
+    writeFileSync(join(dir, 'asb.jsonl'), ['a', 'b', 'c', 'd', 'e'].map((s, i) => line(i, s)).join('\n'));
+    expect(readEvalCases(join(dir, 'dev.jsonl')).map((c) => c.set)).toEqual(['dev/banking', 'dev/slack']);
+    expect(new Set(readEvalCases(join(dir, 'asb.jsonl')).map((c) => c.set))).toEqual(new Set(['asb']));
   });
 
   it('writes results, a summary, and an HTML report with no external assets', async () => {
