@@ -29,21 +29,5 @@ echo "== tokenizer + training"
 $PY model/train.py --train data/train.jsonl --validation data/validation.jsonl --traces "$TRACES" \
   --out "$RUN" --steps "${STEPS:-850}" | tee "$RUN/train.out"
 
-echo "== export + quantize"
-$PY model/export_onnx.py --run "$RUN" --out "$OUT"
-$PY model/quantize.py "$OUT"
-
-echo "== leave-one-out detection rates on the held-out test split"
-$PY model/score_loo.py --run "$RUN" --cases data/test.jsonl --tool-loo --out "$RUN/test-scores.jsonl"
-$PY model/loo_report.py "$RUN/test-scores.jsonl" --json "$RUN/loo-report.json"
-cp "$RUN/train-log.json" "$RUN/loo-report.json" "$OUT/"
-
-echo "== golden values for the engine and parity tests"
-# The test suite's goldens belong to the embedded model: a build under another NAME (a reproducibility
-# rerun, an experiment) keeps its goldens in its run directory instead of overwriting them.
-if [ "$NAME" = edgearmor-proxy ]; then GOLDEN_DIR=test/fixtures; else GOLDEN_DIR=$RUN; fi
-$PY model/golden_engine.py --run "$RUN" --cases data/test.jsonl --out "$GOLDEN_DIR/engine-golden.json"
-$PY model/golden.py --run "$RUN" --name "$NAME" --out "$GOLDEN_DIR/golden-$NAME.json"
-
-$PY model/manifest.py "$OUT"
+bash model/ship.sh "$RUN" "$NAME"
 echo "== done in $(( ($(date +%s) - start) / 60 )) minutes: $OUT"

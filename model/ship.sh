@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Turns a trained run into the files the engine loads: ONNX export, 4-bit quantization, the
+# leave-one-out report on the generator's test split, golden values, the manifest. build.sh ends with it;
+# a GPU run brought back (model/gpu-broad.sh) is shipped with it too:
+#
+#   bash model/ship.sh model/runs/gpu-m-full [edgearmor-proxy]
+#
+# The committed model files stay within 64 MB: when fp32 and q4 together are larger, fp32
+# (onnx/model.onnx) is left out and the manifest lists q4 alone (parity is then tested on the fixture).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUN=${1:?usage: ship.sh RUN_DIR [NAME]}
+NAME=${2:-edgearmor-proxy}
+OUT=public/models/$NAME
+PY=${PY:-/usr/bin/python3}
+export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+[ -f data/test.jsonl ] || npx tsx src/cli/scenarios.ts --split test --n 1000 --seed 3 --out data/test.jsonl
+
+echo "== export + quantize"
+$PY model/export_onnx.py --run "$RUN" --out "$OUT"
+$PY model/quantize.py "$OUT"
+if [ "$(du -cb "$OUT"/onnx/*.onnx | tail -1 | cut -f1)" -gt 64000000 ]; then
+  echo "fp32 and q4 together exceed 64 MB: shipping q4 only"
+  rm "$OUT/onnx/model.onnx"
+fi
+
+echo "== leave-one-out detection rates on the generator's test split"
+$PY model/score_loo.py --run "$RUN" --cases data/test.jsonl --tool-loo --out "$RUN/test-scores.jsonl"
+$PY model/loo_report.py "$RUN/test-scores.jsonl" --json "$RUN/loo-report.json"
+cp "$RUN/train-log.json" "$RUN/loo-report.json" "$OUT/"
+
+echo "== golden values for the engine and parity tests"
+# The test suite's goldens belong to the embedded model: a build under another NAME (a reproducibility
+# rerun, an experiment) keeps its goldens in its run directory instead of overwriting them.
+if [ "$NAME" = edgearmor-proxy ]; then GOLDEN_DIR=test/fixtures; else GOLDEN_DIR=$RUN; fi
+$PY model/golden_engine.py --run "$RUN" --cases data/test.jsonl --out "$GOLDEN_DIR/engine-golden.json"
+$PY model/golden.py --run "$RUN" --name "$NAME" --out "$GOLDEN_DIR/golden-$NAME.json"
+
+$PY model/manifest.py "$OUT"
