@@ -15,6 +15,10 @@ export interface ToolDescriptionAttribution {
   logProb: number;
   rawDelta: number;
   normalizedDelta: number;
+  /** The delta over the tool-name tokens alone, or null without part labels (see DeltaParts). */
+  nameDelta?: number | null;
+  /** The delta over the argument tokens alone, or null without part labels or arguments. */
+  argumentsDelta?: number | null;
   score: number;
   flagged: boolean;
 }
@@ -24,7 +28,10 @@ export interface ToolPoisoningVerdict {
   detected: boolean;
   /** The poisoned tool, from the leave-one-out signal when it flags, else from MindGuard. */
   sourceTool: string | null;
-  /** 'control' (hijacked tool choice, A1) or 'data' (manipulated arguments, A2); from MindGuard, else inferred. */
+  /**
+   * 'control' when the description chose the tool that is called (A1), 'data' when it only set arguments of
+   * a call the user's request explains (A2); see {@link flowOf}.
+   */
   flow: FlowKind | null;
   /** MindGuard's largest AIR, or null without attention. */
   air: number | null;
@@ -51,10 +58,34 @@ export function toolDescriptionAttribution(
         logProb: v.logProb,
         rawDelta: v.rawDelta,
         normalizedDelta: v.normalizedDelta,
+        nameDelta: v.deltas.name,
+        argumentsDelta: v.deltas.arguments,
         score: out.score,
         flagged: out.flagged,
       };
     });
+}
+
+/**
+ * Where the poisoned description steered the call.
+ * - Another tool's description drove a call of this tool: the tool NAME came from the description, control (A1).
+ * - The invoked tool's own description: control when removing it costs the name tokens more than the
+ *   argument tokens (a description that makes the agent call its own tool unasked), data when only the
+ *   arguments lose (it set a value of a call the user asked for, A2). Without part deltas, MindGuard's
+ *   attention target decides when it names the same tool; else data.
+ */
+export function flowOf(
+  sourceTool: string | null,
+  invokedTool: string,
+  loo: Pick<ToolDescriptionAttribution, 'nameDelta' | 'argumentsDelta'> | null,
+  attention: Pick<MindGuardVerdict, 'poisonedTool' | 'flow'> | null,
+): FlowKind | null {
+  if (sourceTool === null) return null;
+  if (sourceTool !== invokedTool) return 'control';
+  const name = loo?.nameDelta ?? null;
+  if (name !== null) return name > Math.max(0, loo?.argumentsDelta ?? 0) ? 'control' : 'data';
+  if (attention?.poisonedTool === sourceTool && attention.flow !== null) return attention.flow;
+  return 'data';
 }
 
 /** Combines the two signals into one tool-poisoning verdict. */
@@ -69,9 +100,7 @@ export function combineToolPoisoning(
   const looDetected = looTop !== undefined;
   const attDetected = attention?.detected ?? false;
   const sourceTool = looTop?.tool ?? (attDetected ? attention!.poisonedTool : null);
-  // A flagged description of the invoked tool itself steers its arguments (A2); another tool's steers the choice (A1).
-  const flow: FlowKind | null =
-    attDetected && attention!.poisonedTool === sourceTool ? attention!.flow : sourceTool === null ? null : sourceTool === invokedTool ? 'data' : 'control';
+  const flow = flowOf(sourceTool, invokedTool, (loo ?? []).find((t) => t.tool === sourceTool) ?? null, attDetected ? attention : null);
   const scores: number[] = [];
   if (loo && loo.length > 0) scores.push(Math.max(...loo.map((t) => t.score)));
   if (attention) scores.push(attention.score - attention.threshold);

@@ -51,10 +51,35 @@ describe('the combined tool-poisoning verdict', () => {
     expect(combineToolPoisoning([loo('send_email', 0.4, true)], null, 'send_email', []).flow).toBe('data');
   });
 
-  it('takes tool and flow from MindGuard when only the attention signal flags', () => {
+  it('takes the tool from MindGuard when only the attention signal flags; a description of another tool chose the call: control', () => {
     const v = combineToolPoisoning([loo('a', -0.2, false)], attention('b', 'data', 0.8), 'send_email', []);
-    expect(v).toMatchObject({ detected: true, sourceTool: 'b', flow: 'data', air: 0.8 });
+    expect(v).toMatchObject({ detected: true, sourceTool: 'b', flow: 'control', air: 0.8 });
     expect(v.score).toBeCloseTo(0.3, 12);
+  });
+
+  it("reads the invoked tool's own description as control when it costs the name more than the arguments, else data", () => {
+    const own = (nameDelta: number | null, argumentsDelta: number | null) => ({ ...loo('send_email', 0.4, true), nameDelta, argumentsDelta });
+    expect(combineToolPoisoning([own(1.2, 0.3)], null, 'send_email', []).flow).toBe('control');
+    expect(combineToolPoisoning([own(0.02, 0.9)], null, 'send_email', []).flow).toBe('data');
+    expect(combineToolPoisoning([own(-0.1, null)], null, 'send_email', []).flow).toBe('data');
+    // No part deltas: MindGuard's attention target decides when it names the same tool.
+    expect(combineToolPoisoning([own(null, null)], attention('send_email', 'control', 3), 'send_email', []).flow).toBe('control');
+  });
+
+  it('carries the name and argument deltas of each description from the attribution', () => {
+    const parted = computeAttribution(
+      {
+        spans: [],
+        variants: [{ id: 'full' as never, kind: 'full' as never }, { id: 'no-user' as never, kind: 'no-user' as never }, { id: 'no-tool:evil' as never, kind: 'no-tool' as never }],
+        // Token 0 is the name, token 1 an argument value: removing `evil` costs the name 2 nats and the argument nothing.
+        logProbs: { full: [-1, -1], 'no-user': [-1, -1], 'no-tool:evil': [-3, -1] },
+        parts: ['name', 'arguments'],
+      },
+      { tau: 0, rule: causalArmorRule, ruleName: 'causalarmor' },
+    );
+    const [evil] = toolDescriptionAttribution(parted, causalArmorRule, 0);
+    expect(evil).toMatchObject({ tool: 'evil', nameDelta: 2, argumentsDelta: 0, flagged: true });
+    expect(combineToolPoisoning([evil!], null, 'evil', []).flow).toBe('control');
   });
 
   it('detects nothing and says why when neither signal could run', () => {
