@@ -9,13 +9,13 @@
  * yields to read the cancel) is treated as crashed: terminated, and replaced on the next call.
  */
 import * as Comlink from 'comlink';
-import { parseGuardInput } from '../core/adapters.js';
-import { buildContext } from '../core/context.js';
+import { isPrivilegedTool } from '../core/context.js';
 import type { DefenseResult } from '../core/defense.js';
-import { deserializeError, DisposedError, GuardAbortedError, GuardTimeoutError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
+import { deserializeError, DisposedError, GuardAbortedError, GuardTimeoutError, InvalidInputError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus } from '../core/guard-api.js';
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
-import { failureVerdict, preflightVerdict, type Verdict } from '../core/verdict.js';
+import { judgeFailure } from '../core/judge.js';
+import type { Verdict } from '../core/verdict.js';
 import { defendWith } from '../engine/local-guard.js';
 import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../engine/remote-proxy.js';
 import { connectWorker, type WorkerConnection, type WorkerLike } from './endpoint.js';
@@ -126,6 +126,24 @@ function unwrap<T>(result: WireResult<T>): T {
   throw deserializeError(result.error);
 }
 
+/** Sends guard input to the worker; input that cannot be structured-cloned (functions, class instances) is the caller's bug, reported as such. */
+async function postInput<T>(send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    if (error instanceof Error && error.name === 'DataCloneError') {
+      throw new InvalidInputError(`input: received a value that cannot be sent to the worker (${error.message}); allowed: plain JSON data.`, { cause: 'DataCloneError' });
+    }
+    throw error;
+  }
+}
+
+/** Whether the input's action calls a privileged tool; what cannot be read counts as privileged (fail safe). */
+function isPrivilegedAction(raw: unknown, options: Pick<ResolvedGuardOptions, 'privilegedTools'>): boolean {
+  const name = (raw as { action?: { name?: unknown } } | null)?.action?.name;
+  return typeof name !== 'string' || isPrivilegedTool(name, options);
+}
+
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
   const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, scoring, onProgress, stuckWorkerGraceMs, remoteProxy, chatTemplate, modelManifest, ...guardOptions } = options;
@@ -219,7 +237,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
   ready.catch(() => undefined);
 
   /** Runs one remote operation, settling on the first of: its answer, crash, abort, timeout, dispose. */
-  async function track<T>(opts: { signal?: AbortSignal | undefined; timeoutMs: number | null }, work: (session: Session, requestId: string) => Promise<T>): Promise<T> {
+  async function track<T>(opts: { signal?: AbortSignal | undefined; timeoutMs: number | null }, work: (session: Session, requestId: string, settled: () => boolean) => Promise<T>): Promise<T> {
     if (opts.signal?.aborted) throw new GuardAbortedError('The check was aborted by the caller before it started.');
     const session = ensureSession();
     const requestId = `${session.id}:${++requestCount}`;
@@ -230,7 +248,8 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       // A worker that cannot even stop this call (it never yields to read the cancel) is wedged.
       watchdog = setTimeout(() => session.kill(`it did not stop a cancelled call within ${stuckGraceMs} ms`), stuckGraceMs);
     };
-    const working = work(session, requestId);
+    let settled = false;
+    const working = work(session, requestId, () => settled);
     // Any answer from the worker, even a refusal, shows it is not wedged.
     const stopWatchdog = () => clearTimeout(watchdog);
     working.then(stopWatchdog, stopWatchdog);
@@ -241,6 +260,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
         fail(new GuardAbortedError('The check was aborted by the caller.'));
       };
       const cleanup = () => {
+        settled = true;
         clearTimeout(timer);
         opts.signal?.removeEventListener('abort', onAbort);
         session.inFlight.delete(fail);
@@ -272,42 +292,36 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
-    // Validated here too: bad input fails before any worker traffic, and uncloneable input never reaches postMessage.
-    const input = parseGuardInput(raw);
-    const context = buildContext(input, resolved);
-    const pre = preflightVerdict(context);
-    if (pre) return pre;
+    // The worker validates, plans and judges: this side only carries the input there and the verdict back.
     const extras = () => (lastStatus?.backend ? { backend: lastStatus.backend } : {});
     let used: Session | null = null;
     try {
-      const verdict = await track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId) => {
+      const verdict = await track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId, settled) => {
         used = session;
-        try {
-          await session.init;
-        } catch (error) {
-          // A model that failed to load gets the failure policy, as in the in-process guard; a crash propagates.
+        // A model that failed to load is answered by the worker's guard (the failure policy); a crash propagates.
+        await session.init.catch((error: unknown) => {
           if (isEdgeArmorError(error) && error.code === 'worker-crashed') throw error;
-          return failureVerdict(error, resolved, context.privileged, extras());
-        }
-        return unwrap(await session.remote.check(requestId, input));
+        });
+        // A call aborted or timed out while the worker was loading is not sent: its cancel went first and would miss it.
+        if (settled()) throw new GuardAbortedError('The check was settled before it reached the worker.');
+        return unwrap(await postInput<WireResult<Verdict>>(() => session.remote.check(requestId, raw)));
       });
       // This call got the failure policy; a worker whose GPU device is gone, or whose memory ran out, is replaced for the next one.
       const code = verdict.error?.code;
       if (used !== null && (code === 'device-lost' || code === 'out-of-memory')) (used as Session).kill(`${code} during inference`);
       return verdict;
     } catch (error) {
-      // Same as the in-process guard: a timeout is a guard failure, answered by the failure policy.
-      if (isEdgeArmorError(error) && error.code === 'timeout') return failureVerdict(error, resolved, context.privileged, extras());
+      // The worker did not answer in time (it may be wedged): the core's failure policy answers instead, as in the in-process guard.
+      if (isEdgeArmorError(error) && error.code === 'timeout') return judgeFailure(error, { privileged: isPrivilegedAction(raw, resolved) }, resolved, extras());
       throw error;
     }
   }
 
   async function scoreSentenceAblations(raw: unknown, messageIndex: number, texts: string[], opts: CheckOptions = {}): Promise<number[]> {
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
-    const input = parseGuardInput(raw);
     return track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId) => {
       await session.init;
-      return unwrap(await session.remote.scoreSentenceAblations(requestId, input, messageIndex, texts));
+      return unwrap(await postInput<WireResult<number[]>>(() => session.remote.scoreSentenceAblations(requestId, raw, messageIndex, texts)));
     });
   }
 

@@ -119,21 +119,28 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
       };
       const result = await settle(async () => {
         if (guard) throw new InvalidOptionsError('init() was called twice on the same worker; create a new worker instead.');
-        const plan = await planBackends(init.backend ?? 'auto', { isNode, gpu: 'gpu' in deps ? deps.gpu : (globalThis.navigator as { gpu?: WorkerServiceDeps['gpu'] } | undefined)?.gpu });
-        const reader = await makeReader(init, report);
-        guard = makeGuard(init.guard, {
-          reader,
-          backends: plan.backends,
-          fallbackReason: plan.fallbackReason,
-          onProgress: report,
-          ...(init.variant !== undefined ? { variant: init.variant } : {}),
-          ...(init.wasmThreads !== undefined ? { wasmThreads: init.wasmThreads } : {}),
-          ...(init.wasmPaths !== undefined ? { wasmPaths: init.wasmPaths } : {}),
-          ...(init.maxBatchTokens !== undefined ? { maxBatchTokens: init.maxBatchTokens } : {}),
-          ...(init.scoring !== undefined ? { scoring: init.scoring } : {}),
-          ...(init.remoteProxy !== undefined ? { remote: init.remoteProxy } : {}),
-          ...(init.chatTemplate !== undefined ? { chatTemplate: init.chatTemplate } : {}),
-        });
+        let runtime: LocalGuardRuntime;
+        try {
+          const plan = await planBackends(init.backend ?? 'auto', { isNode, gpu: 'gpu' in deps ? deps.gpu : (globalThis.navigator as { gpu?: WorkerServiceDeps['gpu'] } | undefined)?.gpu });
+          runtime = {
+            reader: await makeReader(init, report),
+            backends: plan.backends,
+            fallbackReason: plan.fallbackReason,
+            onProgress: report,
+            ...(init.variant !== undefined ? { variant: init.variant } : {}),
+            ...(init.wasmThreads !== undefined ? { wasmThreads: init.wasmThreads } : {}),
+            ...(init.wasmPaths !== undefined ? { wasmPaths: init.wasmPaths } : {}),
+            ...(init.maxBatchTokens !== undefined ? { maxBatchTokens: init.maxBatchTokens } : {}),
+            ...(init.scoring !== undefined ? { scoring: init.scoring } : {}),
+            ...(init.remoteProxy !== undefined ? { remote: init.remoteProxy } : {}),
+            ...(init.chatTemplate !== undefined ? { chatTemplate: init.chatTemplate } : {}),
+          };
+        } catch (error) {
+          // The guard still answers checks, as an in-process guard whose model failed to load does: the core applies the failure policy.
+          runtime = { reader: () => Promise.reject(error), backends: [], onProgress: report, loadFailure: error };
+        }
+        guard = makeGuard(init.guard, runtime);
+        const reader = runtime.reader;
         try {
           return await guard.ready;
         } catch (error) {

@@ -43,6 +43,11 @@ export function isUntrustedTool(toolName: string | null, policy: { untrustedTool
   return true;
 }
 
+/** Whether calls to this tool are checked at all: every tool when `privilegedTools` is null. */
+export function isPrivilegedTool(toolName: string, options: Pick<ResolvedGuardOptions, 'privilegedTools'>): boolean {
+  return options.privilegedTools === null || options.privilegedTools.includes(toolName);
+}
+
 /** Replaces the free text of every assistant message after `afterIndex` with `redactionText`, keeping tool calls; returns the new messages and the masked indexes. */
 export function maskAssistantTextAfter(messages: readonly Message[], afterIndex: number, redactionText: string): { messages: Message[]; maskedIndices: number[] } {
   const maskedIndices: number[] = [];
@@ -97,7 +102,7 @@ export function buildContext(input: GuardInput, options: ResolvedGuardOptions): 
     maskedIndices: masked.maskedIndices,
     action: input.action,
     tools: input.tools === undefined ? [] : normalizeTools(input.tools, 'input.tools'),
-    privileged: options.privilegedTools === null || options.privilegedTools.includes(input.action.name),
+    privileged: isPrivilegedTool(input.action.name, options),
     trustSource: policy.source,
   };
 }
