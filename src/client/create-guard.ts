@@ -11,7 +11,7 @@
 import * as Comlink from 'comlink';
 import { isPrivilegedTool } from '../core/context.js';
 import type { DefenseResult } from '../core/defense.js';
-import { deserializeError, DisposedError, GuardAbortedError, GuardTimeoutError, InvalidInputError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
+import { deserializeError, serializeError, DisposedError, GuardAbortedError, GuardTimeoutError, InvalidInputError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus } from '../core/guard-api.js';
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
 import { judgeFailure } from '../core/judge.js';
@@ -285,7 +285,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
           cleanup();
           resolve(value);
         },
-        (error: unknown) => fail(error instanceof Error ? error : new Error(String(error))),
+        (error: unknown) => fail(isEdgeArmorError(error) ? error : deserializeError(serializeError(error))),
       );
     });
   }

@@ -5,6 +5,7 @@
  */
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import { InvalidOptionsError } from '../core/errors.js';
 
 /** A browser `Worker` (or anything with its event API). */
 export interface BrowserWorkerLike {
@@ -113,7 +114,7 @@ export function exposeInWorker(service: object): void {
   // Hidden from bundlers: browser builds must not try to resolve node:worker_threads.
   const specifier = 'node:worker_threads';
   void (import(/* @vite-ignore */ specifier) as Promise<typeof import('node:worker_threads')>).then(({ parentPort }) => {
-    if (!parentPort) throw new Error('exposeInWorker: not inside a worker thread (parentPort is null)');
+    if (!parentPort) throw new InvalidOptionsError('exposeInWorker: not inside a worker thread (parentPort is null); call it from the worker file only');
     // parentPort queues messages until a listener is attached, so the async import loses none.
     Comlink.expose(service, nodeEndpoint(parentPort as unknown as Parameters<typeof nodeEndpoint>[0]));
   });

@@ -3,7 +3,7 @@
  * AbortController per request so `cancel(requestId)` stops that request's model work.
  */
 import { releaseProxy } from 'comlink';
-import { BackendUnavailableError, IntegrityError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';
+import { BackendUnavailableError, GuardAbortedError, IntegrityError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import { createBrowserReader, type BrowserFileReader } from '../engine/files-browser.js';
@@ -174,7 +174,7 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
         const work = g.scoreSentenceAblations(input, messageIndex, texts);
         // LocalGuard's sentence scorer takes no signal: an abort answers at once and leaves the batch to finish.
         return new Promise<number[]>((resolve, reject) => {
-          const onAbort = () => reject(signal.reason ?? new Error('aborted'));
+          const onAbort = () => reject(new GuardAbortedError('the check was aborted by the caller'));
           signal.addEventListener('abort', onAbort, { once: true });
           work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
         });

@@ -24,7 +24,7 @@
  * later rows copy a prefix of is downloaded, once. GPU buffers are freed when their last user ran.
  */
 import type { Tensor } from 'onnxruntime-web';
-import { InvalidOptionsError } from '../core/errors.js';
+import { InferenceError, InvalidOptionsError } from '../core/errors.js';
 import { float16Bits } from './float16.js';
 import type { OrtSession } from './ort-session.js';
 import { estimateForwardBytes, floatValues, kvBytesPerToken, logSoftmaxAt, presentOutputNames, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
@@ -604,7 +604,7 @@ async function sliceAttention(out: Record<string, Tensor>, dims: ModelDims, r: n
   const data = new Float32Array(dims.numLayers * dims.numHeads * n * len);
   for (let l = 0; l < dims.numLayers; l++) {
     const att = out[`attentions.${l}`];
-    if (!att) throw new Error(`the model has no attentions.${l} output: attention needs the EdgeArmor export extension`);
+    if (!att) throw new InferenceError(`the model has no attentions.${l} output: attention needs the EdgeArmor export extension`, { output: `attentions.${l}` });
     const a = floatValues(await tensorData(att), att.type);
     for (let h = 0; h < dims.numHeads; h++) {
       for (let i = 0; i < n; i++) {

@@ -7,6 +7,7 @@
  * the number of variants.
  */
 import type { Tensor } from 'onnxruntime-web';
+import { InferenceError } from '../core/errors.js';
 import { float16Bits, float16ToFloat32 } from './float16.js';
 import type { OrtSession } from './ort-session.js';
 
@@ -246,7 +247,7 @@ function sliceAttention(
   const data = new Float32Array(dims.numLayers * dims.numHeads * n * len);
   for (let l = 0; l < dims.numLayers; l++) {
     const att = out[`attentions.${l}`];
-    if (!att) throw new Error(`the model has no attentions.${l} output: attention needs the EdgeArmor export extension`);
+    if (!att) throw new InferenceError(`the model has no attentions.${l} output: attention needs the EdgeArmor export extension`, { output: `attentions.${l}` });
     const a = att.data as Float32Array;
     for (let h = 0; h < dims.numHeads; h++) {
       for (let i = 0; i < n; i++) {
