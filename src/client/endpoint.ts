@@ -99,14 +99,15 @@ export function connectWorker(worker: WorkerLike): WorkerConnection {
   };
 }
 
-function isNodeThread(): boolean {
+/** Whether this code runs in Node (the main thread or a worker_threads Worker) rather than a browser. */
+export function isNodeRuntime(): boolean {
   const proc = (globalThis as { process?: { versions?: { node?: string } } }).process;
   return typeof proc?.versions?.node === 'string';
 }
 
 /** Exposes a service from inside a worker: `self` in browsers, `parentPort` under Node worker_threads. */
 export function exposeInWorker(service: object): void {
-  if (!isNodeThread()) {
+  if (!isNodeRuntime()) {
     // Synchronous, so no message can arrive before the listener exists.
     Comlink.expose(service);
     return;

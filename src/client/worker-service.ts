@@ -10,6 +10,7 @@ import { createBrowserReader, type BrowserFileReader } from '../engine/files-bro
 import { createLocalGuard, type LocalGuard, type LocalGuardRuntime } from '../engine/local-guard.js';
 import { withManifest, type FileReader } from '../engine/model-files.js';
 import type { Backend } from '../engine/ort-session.js';
+import { isNodeRuntime } from './endpoint.js';
 import { settle, type BackendPreference, type GuardWorkerApi, type WireResult, type WorkerInitOptions } from './protocol.js';
 
 /** Seams for tests and other hosts; the defaults build the real engine. */
@@ -38,11 +39,6 @@ const NOT_LOADED: GuardStatus = Object.freeze({
   attention: false,
   scoring: null,
 }) as GuardStatus;
-
-function detectNode(): boolean {
-  const proc = (globalThis as { process?: { versions?: { node?: string } } }).process;
-  return typeof proc?.versions?.node === 'string';
-}
 
 async function webgpuUnavailableReason(gpu: WorkerServiceDeps['gpu']): Promise<string | null> {
   if (gpu === undefined || gpu === null) return 'navigator.gpu is undefined';
@@ -78,7 +74,7 @@ export async function planBackends(preference: BackendPreference, env: { isNode:
 /** Creates the service a worker exposes with `Comlink.expose`. */
 export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerApi {
   const makeGuard = deps.createLocalGuard ?? createLocalGuard;
-  const isNode = deps.isNode ?? detectNode();
+  const isNode = deps.isNode ?? isNodeRuntime();
   let guard: LocalGuard | null = null;
   const requests = new Map<string, AbortController>();
 

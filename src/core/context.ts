@@ -1,5 +1,5 @@
 import { InvalidInputError, InvalidOptionsError } from './errors.js';
-import { normalizeTools } from './adapters.js';
+import { normalizeTools } from './tools.js';
 import { requireSpanLimit, requireUserRequest } from './guard-input.js';
 import type { ResolvedGuardOptions } from './options.js';
 import type { GuardInput, Message, ToolCall, ToolSpec } from './types.js';

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { normalizeTools } from './adapters.js';
+import { normalizeTools } from './tools.js';
 import { EdgeArmorError, InvalidInputError } from './errors.js';
 import { describeValue, isPlainObject, nameProblem, textProblem, toJsonValue } from './json.js';
 import { MAX_ACTION_ARGUMENTS_CHARS, MAX_FIELD_CHARS, MAX_MESSAGES, MAX_NAME_CHARS, MAX_SPANS, MAX_TOOLS, MAX_TOTAL_CHARS } from './limits.js';

@@ -578,9 +578,3 @@ export function mergeOptions(...layers: ReadonlyArray<GuardOptions | undefined>)
   }
   return out as GuardOptions;
 }
-
-/** Resolves options from flags > environment > config-file object > defaults. */
-export function resolveOptionSources(sources: { flags?: GuardOptions; env?: Readonly<Record<string, string | undefined>>; config?: GuardOptions }): ResolvedGuardOptions {
-  const fromEnv = sources.env === undefined ? undefined : optionsFromEnv(sources.env);
-  return resolveOptions(mergeOptions(sources.flags, fromEnv, sources.config));
-}

@@ -3,7 +3,7 @@
  * same service over Comlink. Inference calls are serialised (one onnxruntime session, one run at a
  * time); validation happens before any model work, so bad input fails fast even while loading.
  */
-import { parseGuardInput } from '../core/adapters.js';
+import { parseGuardInput } from '../core/guard-input.js';
 import { buildContext, type StructuredContext } from '../core/context.js';
 import { createLocalRedactor, runDefense, type DefenseResult, type SanitizeRequest, type SentenceRange } from '../core/defense.js';
 import { DisposedError, GuardAbortedError, GuardTimeoutError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';

@@ -20,8 +20,8 @@ import { createNodeGuard } from '../../src/node.js';
 
 const counts = vi.hoisted(() => ({ validations: 0, engineCalls: 0, judgeCalls: 0 }));
 
-vi.mock('../../src/core/adapters.js', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('../../src/core/adapters.js')>();
+vi.mock('../../src/core/guard-input.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/core/guard-input.js')>();
   return {
     ...actual,
     parseGuardInput: (raw: unknown) => {

@@ -5,7 +5,6 @@ import {
   mergeOptions,
   optionsFromEnv,
   resolveOptions,
-  resolveOptionSources,
   type GuardOptions,
 } from '../../src/core/index.js';
 
@@ -100,11 +99,14 @@ describe('optionsFromEnv', () => {
 
 describe('option precedence', () => {
   it('takes flags over environment over config file over defaults, merging nested groups key by key', () => {
-    const resolved = resolveOptionSources({
-      flags: { tau: 3 },
-      env: { EDGEARMOR_TAU: '2', EDGEARMOR_ON_ERROR: 'allow', EDGEARMOR_MAX_REGENERATIONS: '5' },
-      config: { tau: 1, onError: 'block', userRequest: 'last', defense: { sanitize: false, maxRegenerations: 1 } },
-    });
+    // The CLI's layering (src/cli/flags.ts): flags, then the environment, then the config file.
+    const resolved = resolveOptions(
+      mergeOptions(
+        { tau: 3 },
+        optionsFromEnv({ EDGEARMOR_TAU: '2', EDGEARMOR_ON_ERROR: 'allow', EDGEARMOR_MAX_REGENERATIONS: '5' }),
+        { tau: 1, onError: 'block', userRequest: 'last', defense: { sanitize: false, maxRegenerations: 1 } },
+      ),
+    );
     expect(resolved.tau).toBe(3);
     expect(resolved.onError).toBe('allow');
     expect(resolved.userRequest).toBe('last');
