@@ -32,7 +32,7 @@ describe.skipIf(!requirement(existsSync(EMBEDDED_MODEL), 'the embedded model'))(
     const records = stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
     expect(records.map((r) => r['id'])).toEqual(['flat', 'openai', 'mcp']);
     for (const r of records) {
-      expect(r).toMatchObject({ reason: 'model', rule: 'causalarmor', user_weight: 2, tau: -0.1 });
+      expect(r).toMatchObject({ schema_version: 1, reason: 'model', rule: 'causalarmor', user_weight: 2, tau: -0.1 });
       const mg = r['mindguard'];
       expect(Object.keys(mg)).toEqual(expect.arrayContaining(['detected', 'source_tool', 'flow', 'air']));
       expect(typeof mg.air).toBe('number');
