@@ -17,16 +17,14 @@ import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '..
 import { judgeFailure } from '../core/judge.js';
 import type { Verdict } from '../core/verdict.js';
 import { defendWith } from '../engine/local-guard.js';
-import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../engine/remote-proxy.js';
+import { splitRuntimeOptions, type BackendPreference, type ModelRuntimeOptions } from '../engine/runtime-options.js';
 import { connectWorker, type WorkerConnection, type WorkerLike } from './endpoint.js';
-import type { BackendPreference, GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
-import type { ModelManifest, ModelVariant } from '../engine/model-files.js';
-import type { ScoringMode } from '../engine/engine.js';
+import type { GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
 
 export type { WorkerLike } from './endpoint.js';
 
-/** Options of {@link createGuard}: the guard's options plus where the worker and the model are. */
-export interface CreateGuardOptions extends GuardOptions {
+/** Options of {@link createGuard}: the guard's options, the runtime options (shared with createNodeGuard), and where the worker and the model are. */
+export interface CreateGuardOptions extends GuardOptions, ModelRuntimeOptions {
   /**
    * The worker, or a factory for one; only a factory lets the guard restart after a crash.
    * @defaultValue a module Worker running the package's dist/worker.js (browsers)
@@ -36,31 +34,8 @@ export interface CreateGuardOptions extends GuardOptions {
   modelUrl?: string;
   /** A model directory on disk (Node worker_threads); takes precedence over modelUrl. */
   modelDir?: string;
-  /** @defaultValue 'q4' */
-  modelVariant?: ModelVariant;
-  /** @defaultValue 'auto' */
+  /** The backend to run on (the same option as createNodeGuard's). @defaultValue 'auto' */
   backend?: BackendPreference;
-  wasmThreads?: number;
-  wasmPaths?: string | Record<string, string>;
-  /** Padded tokens per forward pass on the 'naive' scoring path. @defaultValue 8192 under 'naive'; none under 'auto' */
-  maxBatchTokens?: number;
-  /**
-   * 'prefix' (each shared prefix once: fewest tokens, right for CPUs), 'naive' (every variant in full, batched:
-   * fewest passes, right for GPUs; 8x faster than 'prefix' on an H100 through WebGPU, see bench/README.md) or
-   * 'auto' ('naive' on WebGPU, in passes of at most 1 GiB by estimate; 'prefix' elsewhere). Same scores either
-   * way; the status says which plan runs. @defaultValue 'auto'
-   */
-  scoring?: ScoringMode;
-  /**
-   * Score on a vLLM (OpenAI-compatible completions) server instead of in the worker. Opt-in: the
-   * only option that makes the guard use the network; the server needs CORS for the page's origin
-   * (vLLM `--allowed-origins`). The model location then supplies only the tokenizer and config.
-   */
-  remoteProxy?: RemoteProxyOptions;
-  /** Render guard calls with this Jinja chat template instead of the model's (see createNodeGuard). */
-  chatTemplate?: string;
-  /** The manifest the model's files must match, when `modelUrl` has none (e.g. a hub model's resolve URL). */
-  modelManifest?: ModelManifest;
   /** Load progress of every worker start (a restart reports again). */
   onProgress?: (event: GuardProgress) => void;
   /**
@@ -70,6 +45,9 @@ export interface CreateGuardOptions extends GuardOptions {
    */
   stuckWorkerGraceMs?: number;
 }
+
+/** The options createGuard keeps on the page side; everything else is the guard's or the runtime's. */
+const CLIENT_OPTION_KEYS = ['worker', 'modelUrl', 'modelDir', 'backend', 'onProgress', 'stuckWorkerGraceMs'] as const satisfies ReadonlyArray<keyof CreateGuardOptions>;
 
 /** The embedded model's path under the app's public root. */
 export const DEFAULT_MODEL_URL = 'models/edgearmor-proxy/';
@@ -146,25 +124,14 @@ function isPrivilegedAction(raw: unknown, options: Pick<ResolvedGuardOptions, 'p
 
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
-  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, scoring, onProgress, stuckWorkerGraceMs, remoteProxy, chatTemplate, modelManifest, ...guardOptions } = options;
+  const { worker, backend, onProgress, stuckWorkerGraceMs } = options;
+  const { guard: guardOptions, runtime } = splitRuntimeOptions(options, CLIENT_OPTION_KEYS);
   const resolved: ResolvedGuardOptions = resolveOptions(guardOptions);
   const stuckGraceMs = stuckWorkerGraceMs ?? STUCK_WORKER_GRACE_MS;
   if (!Number.isFinite(stuckGraceMs) || stuckGraceMs < 0) {
     throw new InvalidOptionsError(`Invalid option stuckWorkerGraceMs: received ${String(stuckWorkerGraceMs)}; allowed: a finite number of milliseconds >= 0.`, { option: 'stuckWorkerGraceMs' });
   }
-  const init: WorkerInitOptions = {
-    guard: guardOptions,
-    model: modelLocation(options),
-    ...(modelVariant !== undefined ? { variant: modelVariant } : {}),
-    ...(backend !== undefined ? { backend } : {}),
-    ...(wasmThreads !== undefined ? { wasmThreads } : {}),
-    ...(wasmPaths !== undefined ? { wasmPaths } : {}),
-    ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}),
-    ...(scoring !== undefined ? { scoring } : {}),
-    ...(remoteProxy !== undefined ? { remoteProxy: validateRemoteProxyOptions(remoteProxy) } : {}),
-    ...(chatTemplate !== undefined ? { chatTemplate } : {}),
-    ...(modelManifest !== undefined ? { manifest: modelManifest } : {}),
-  };
+  const init: WorkerInitOptions = { ...runtime, guard: guardOptions, model: modelLocation(options), ...(backend !== undefined ? { backend } : {}) };
   // Fails here, not in the worker, when options cannot be cloned (functions, cycles).
   structuredClone(init);
   const makeWorker: () => WorkerLike = typeof worker === 'function' ? worker : worker !== undefined ? singleUse(worker) : defaultWorker;

@@ -9,6 +9,7 @@ import type { GuardOptions } from '../core/options.js';
 import { createBrowserReader, type BrowserFileReader } from '../engine/files-browser.js';
 import { createLocalGuard, type LocalGuard, type LocalGuardRuntime } from '../engine/local-guard.js';
 import { withManifest, type FileReader } from '../engine/model-files.js';
+import { splitRuntimeOptions } from '../engine/runtime-options.js';
 import type { Backend } from '../engine/ort-session.js';
 import { isNodeRuntime } from './endpoint.js';
 import { settle, type BackendPreference, type GuardWorkerApi, type WireResult, type WorkerInitOptions } from './protocol.js';
@@ -98,12 +99,12 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
     if ('baseUrl' in init.model) {
       const reader = createBrowserReader({ baseUrl: init.model.baseUrl, onProgress });
       // A given manifest replaces the location's; the cache eviction after an integrity failure stays.
-      return init.manifest ? Object.assign(withManifest(reader, init.manifest), { evict: reader.evict, readFromCache: reader.readFromCache }) : reader;
+      return init.modelManifest ? Object.assign(withManifest(reader, init.modelManifest), { evict: reader.evict, readFromCache: reader.readFromCache }) : reader;
     }
     if (!isNode) throw new InvalidOptionsError('Invalid option model: a model directory ({dir}) works only in Node; in a browser give {baseUrl}.');
     const { directoryReader } = await import('../engine/files-node.js');
     const reader = directoryReader(init.model.dir);
-    return init.manifest ? withManifest(reader, init.manifest) : reader;
+    return init.modelManifest ? withManifest(reader, init.modelManifest) : reader;
   }
 
   return {
@@ -118,19 +119,8 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
         let runtime: LocalGuardRuntime;
         try {
           const plan = await planBackends(init.backend ?? 'auto', { isNode, gpu: 'gpu' in deps ? deps.gpu : (globalThis.navigator as { gpu?: WorkerServiceDeps['gpu'] } | undefined)?.gpu });
-          runtime = {
-            reader: await makeReader(init, report),
-            backends: plan.backends,
-            fallbackReason: plan.fallbackReason,
-            onProgress: report,
-            ...(init.variant !== undefined ? { variant: init.variant } : {}),
-            ...(init.wasmThreads !== undefined ? { wasmThreads: init.wasmThreads } : {}),
-            ...(init.wasmPaths !== undefined ? { wasmPaths: init.wasmPaths } : {}),
-            ...(init.maxBatchTokens !== undefined ? { maxBatchTokens: init.maxBatchTokens } : {}),
-            ...(init.scoring !== undefined ? { scoring: init.scoring } : {}),
-            ...(init.remoteProxy !== undefined ? { remote: init.remoteProxy } : {}),
-            ...(init.chatTemplate !== undefined ? { chatTemplate: init.chatTemplate } : {}),
-          };
+          const { modelManifest: _manifest, ...runtimeOptions } = splitRuntimeOptions(init, ['guard', 'model', 'backend']).runtime;
+          runtime = { ...runtimeOptions, reader: await makeReader(init, report), backends: plan.backends, fallbackReason: plan.fallbackReason, onProgress: report };
         } catch (error) {
           // The guard still answers checks, as an in-process guard whose model failed to load does: the core applies the failure policy.
           runtime = { reader: () => Promise.reject(error), backends: [], onProgress: report, loadFailure: error };

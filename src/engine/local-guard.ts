@@ -12,31 +12,20 @@ import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '..
 import { buildVariants } from '../core/variants.js';
 import { judge, judgeFailure, planCheck, type CheckPlan, type ScoringRequestPlan } from '../core/judge.js';
 import type { Verdict } from '../core/verdict.js';
-import { createEngine, type EngineScores, type ProxyEngine, type ScoringMode } from './engine.js';
-import { loadModelFiles, loadTokenizerFiles, type FileReader, type ModelVariant } from './model-files.js';
+import { createEngine, type EngineScores, type ProxyEngine } from './engine.js';
+import { loadModelFiles, loadTokenizerFiles, type FileReader } from './model-files.js';
 import type { Backend } from './ort-session.js';
-import { createRemoteEngine, type RemoteProxyOptions } from './remote-proxy.js';
+import { createRemoteEngine } from './remote-proxy.js';
+import type { ModelRuntimeOptions } from './runtime-options.js';
 
-/** Where and how the in-process guard runs its model. */
-export interface LocalGuardRuntime {
-  /** Reads the model's files (integrity-checked against its manifest); with `remote`, only its tokenizer and config are read. */
+/** Where and how the in-process guard runs its model: the runtime options plus the resolved model location and backends. */
+export interface LocalGuardRuntime extends Omit<ModelRuntimeOptions, 'modelManifest'> {
+  /** Reads the model's files (integrity-checked against its manifest); with `remoteProxy`, only its tokenizer and config are read. */
   reader: FileReader;
-  /** Score on a remote proxy server instead of a local onnxruntime session (opt-in: the only network use). */
-  remote?: RemoteProxyOptions;
-  /** Render guard calls with this Jinja chat template instead of the model's. */
-  chatTemplate?: string;
   /** Backends to try, in order; the first that loads is used and the others' failures are reported. */
   backends: readonly Backend[];
   /** Why earlier preferred backends were skipped before loading (e.g. no WebGPU adapter). */
   fallbackReason?: string | null;
-  /** @defaultValue 'q4' */
-  variant?: ModelVariant;
-  wasmThreads?: number;
-  wasmPaths?: string | Record<string, string>;
-  /** @defaultValue 8192 under 'naive'; none under 'auto' */
-  maxBatchTokens?: number;
-  /** @defaultValue 'auto' */
-  scoring?: ScoringMode;
   onProgress?: (event: GuardProgress) => void;
   /** A load that failed before the guard was made (the worker's backend planning): every check that needs the model gets the failure policy. */
   loadFailure?: unknown;
@@ -98,11 +87,11 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
 
   const ready: Promise<ProxyEngine> = (async () => {
     if (runtime.loadFailure !== undefined) throw runtime.loadFailure;
-    if (runtime.remote) {
+    if (runtime.remoteProxy) {
       const files = await loadTokenizerFiles(runtime.reader, (file, bytes) => runtime.onProgress?.({ type: 'verified', file, bytes }));
-      return markReady(await createRemoteEngine(files, runtime.remote, runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}));
+      return markReady(await createRemoteEngine(files, runtime.remoteProxy, runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}));
     }
-    const files = await loadModelFiles(runtime.reader, runtime.variant ?? 'q4', (file, bytes) =>
+    const files = await loadModelFiles(runtime.reader, runtime.modelVariant ?? 'q4', (file, bytes) =>
       runtime.onProgress?.({ type: 'verified', file, bytes }),
     );
     const failures: string[] = [];

@@ -43,6 +43,8 @@ function guardCase(args: Record<string, string>): unknown {
 
 interface FakeWorld {
   inits: number;
+  /** The runtime each fake guard was made with. */
+  runtimes: LocalGuardRuntime[];
   cancelled: string[];
   releaseHeld: Array<() => void>;
 }
@@ -51,6 +53,7 @@ interface FakeWorld {
 function fakeGuardFactory(world: FakeWorld, load: 'ok' | 'integrity') {
   return (_options: GuardOptions, runtime: LocalGuardRuntime): LocalGuard => {
     world.inits += 1;
+    world.runtimes.push(runtime);
     const ready = (async () => {
       for (const file of ['config.json', 'tokenizer.json', 'onnx/model_q4.onnx']) runtime.onProgress?.({ type: 'verified', file, bytes: 10 });
       if (load === 'integrity') throw new IntegrityError('model file hash mismatch for "onnx/model_q4.onnx": this may indicate tampering', { file: 'onnx/model_q4.onnx' });
@@ -104,8 +107,8 @@ interface Harness {
 
 const open: WorkerGuard[] = [];
 
-function harness(options: { load?: 'ok' | 'integrity'; guard?: GuardOptions; singleWorker?: boolean; stuckWorkerGraceMs?: number } = {}): Harness {
-  const world: FakeWorld = { inits: 0, cancelled: [], releaseHeld: [] };
+function harness(options: { load?: 'ok' | 'integrity'; guard?: CreateGuardOptions; singleWorker?: boolean; stuckWorkerGraceMs?: number } = {}): Harness {
+  const world: FakeWorld = { inits: 0, runtimes: [], cancelled: [], releaseHeld: [] };
   const workerPorts: MessagePort[] = [];
   const progress: GuardProgress[] = [];
   const makeWorker = () => {
@@ -158,6 +161,14 @@ describe('worker protocol over a MessageChannel', () => {
     expect((error as Error).message).toContain('tampering');
     const verdict = await h.guard.check(guardCase({ tag: 'after-load-failure' }));
     expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'integrity-mismatch' } });
+  });
+
+  it('hands the runtime options to the guard in the worker under the names the caller used', async () => {
+    const h = harness({ guard: { modelVariant: 'fp32', scoring: 'naive', maxBatchTokens: 512, chatTemplate: '{{ messages }}', tau: 0.2 } });
+    await h.guard.ready;
+    const runtime = h.world.runtimes[0]!;
+    expect(runtime).toMatchObject({ modelVariant: 'fp32', scoring: 'naive', maxBatchTokens: 512, chatTemplate: '{{ messages }}', backends: ['node', 'wasm'] });
+    expect(runtime).not.toHaveProperty('tau');
   });
 
   it('rejects invalid input with the InvalidInputError the worker raised, and input that cannot cross to the worker on this side', async () => {
