@@ -204,7 +204,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
   ready.catch(() => undefined);
 
   /** Runs one remote operation, settling on the first of: its answer, crash, abort, timeout, dispose. */
-  async function track<T>(opts: { signal?: AbortSignal | undefined; timeoutMs: number | null }, work: (session: Session, requestId: string, settled: () => boolean) => Promise<T>): Promise<T> {
+  async function track<T>(opts: { signal?: AbortSignal | undefined; timeoutMs: number | null }, work: (session: Session, requestId: string) => Promise<T>): Promise<T> {
     if (opts.signal?.aborted) throw new GuardAbortedError('The check was aborted by the caller before it started.');
     const session = ensureSession();
     const requestId = `${session.id}:${++requestCount}`;
@@ -215,8 +215,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       // A worker that cannot even stop this call (it never yields to read the cancel) is wedged.
       watchdog = setTimeout(() => session.kill(`it did not stop a cancelled call within ${stuckGraceMs} ms`), stuckGraceMs);
     };
-    let settled = false;
-    const working = work(session, requestId, () => settled);
+    const working = work(session, requestId);
     // Any answer from the worker, even a refusal, shows it is not wedged.
     const stopWatchdog = () => clearTimeout(watchdog);
     working.then(stopWatchdog, stopWatchdog);
@@ -227,7 +226,6 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
         fail(new GuardAbortedError('The check was aborted by the caller.'));
       };
       const cleanup = () => {
-        settled = true;
         clearTimeout(timer);
         opts.signal?.removeEventListener('abort', onAbort);
         session.inFlight.delete(fail);
@@ -263,14 +261,10 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
     const extras = () => (lastStatus?.backend ? { backend: lastStatus.backend } : {});
     let used: Session | null = null;
     try {
-      const verdict = await track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId, settled) => {
+      const verdict = await track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId) => {
         used = session;
-        // A model that failed to load is answered by the worker's guard (the failure policy); a crash propagates.
-        await session.init.catch((error: unknown) => {
-          if (isEdgeArmorError(error) && error.code === 'worker-crashed') throw error;
-        });
-        // A call aborted or timed out while the worker was loading is not sent: its cancel went first and would miss it.
-        if (settled()) throw new GuardAbortedError('The check was settled before it reached the worker.');
+        // Sent at once, behind init on the same port: the worker validates while the model loads, and a model
+        // that failed to load is answered by the worker's guard (the failure policy); a crash rejects in track.
         return unwrap(await postInput<WireResult<Verdict>>(() => session.remote.check(requestId, raw)));
       });
       // This call got the failure policy; a worker whose GPU device is gone, or whose memory ran out, is replaced for the next one.

@@ -79,9 +79,14 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
   let guard: LocalGuard | null = null;
   const requests = new Map<string, AbortController>();
 
-  const requireGuard = (): LocalGuard => {
-    if (!guard) throw new InvalidOptionsError('The worker received a call before init(); the client must call init first.');
-    return guard;
+  // Calls sent right after init wait for the guard to exist (not for the model): bad input still fails fast while loading.
+  let initCalled = false;
+  let guardMade: (made: LocalGuard | null) => void = () => undefined;
+  const made = new Promise<LocalGuard | null>((resolve) => (guardMade = resolve));
+  const requireGuard = async (): Promise<LocalGuard> => {
+    const g = guard ?? (initCalled ? await made : null);
+    if (!g) throw new InvalidOptionsError('The worker received a call before init(); the client must call init first.');
+    return g;
   };
 
   const withRequest = async <T>(requestId: string, work: (signal: AbortSignal) => Promise<T>): Promise<WireResult<T>> => {
@@ -109,6 +114,7 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
 
   return {
     async init(init, onProgress) {
+      initCalled = true;
       const delivered: Promise<unknown>[] = [];
       const report = (event: GuardProgress) => {
         // A progress listener that went away must not fail the load.
@@ -125,7 +131,11 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
           // The guard still answers checks, as an in-process guard whose model failed to load does: the core applies the failure policy.
           runtime = { reader: () => Promise.reject(error), backends: [], onProgress: report, loadFailure: error };
         }
-        guard = makeGuard(init.guard, runtime);
+        try {
+          guard = makeGuard(init.guard, runtime);
+        } finally {
+          guardMade(guard);
+        }
         const reader = runtime.reader;
         try {
           return await guard.ready;
@@ -152,11 +162,11 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
       return result;
     },
 
-    check: (requestId, input) => withRequest(requestId, (signal) => requireGuard().check(input, { signal })),
+    check: (requestId, input) => withRequest(requestId, async (signal) => (await requireGuard()).check(input, { signal })),
 
     scoreSentenceAblations: (requestId, input, messageIndex, texts) =>
       withRequest(requestId, async (signal) => {
-        const g = requireGuard();
+        const g = await requireGuard();
         const work = g.scoreSentenceAblations(input, messageIndex, texts);
         // LocalGuard's sentence scorer takes no signal: an abort answers at once and leaves the batch to finish.
         return new Promise<number[]>((resolve, reject) => {

@@ -50,12 +50,13 @@ interface FakeWorld {
 }
 
 /** A fake LocalGuard: the protocol is real, the model is not. */
-function fakeGuardFactory(world: FakeWorld, load: 'ok' | 'integrity') {
+function fakeGuardFactory(world: FakeWorld, load: 'ok' | 'integrity' | 'held') {
   return (_options: GuardOptions, runtime: LocalGuardRuntime): LocalGuard => {
     world.inits += 1;
     world.runtimes.push(runtime);
     const ready = (async () => {
       for (const file of ['config.json', 'tokenizer.json', 'onnx/model_q4.onnx']) runtime.onProgress?.({ type: 'verified', file, bytes: 10 });
+      if (load === 'held') await new Promise<void>((resolve) => world.releaseHeld.push(resolve));
       if (load === 'integrity') throw new IntegrityError('model file hash mismatch for "onnx/model_q4.onnx": this may indicate tampering', { file: 'onnx/model_q4.onnx' });
       runtime.onProgress?.({ type: 'session', backend: 'node' });
       runtime.onProgress?.({ type: 'ready', status: READY_STATUS });
@@ -107,7 +108,7 @@ interface Harness {
 
 const open: WorkerGuard[] = [];
 
-function harness(options: { load?: 'ok' | 'integrity'; guard?: CreateGuardOptions; singleWorker?: boolean; stuckWorkerGraceMs?: number } = {}): Harness {
+function harness(options: { load?: 'ok' | 'integrity' | 'held'; guard?: CreateGuardOptions; singleWorker?: boolean; stuckWorkerGraceMs?: number } = {}): Harness {
   const world: FakeWorld = { inits: 0, runtimes: [], cancelled: [], releaseHeld: [] };
   const workerPorts: MessagePort[] = [];
   const progress: GuardProgress[] = [];
@@ -161,6 +162,15 @@ describe('worker protocol over a MessageChannel', () => {
     expect((error as Error).message).toContain('tampering');
     const verdict = await h.guard.check(guardCase({ tag: 'after-load-failure' }));
     expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'integrity-mismatch' } });
+  });
+
+  it('rejects invalid input while the model is still loading, and answers valid input once it has loaded', async () => {
+    const h = harness({ load: 'held' });
+    await expect(h.guard.check({ messages: 'nope', action: { name: 'x' } })).rejects.toBeInstanceOf(InvalidInputError);
+    const pending = h.guard.check(guardCase({ tag: 'after-load' }));
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(1));
+    h.world.releaseHeld[0]!();
+    expect((await pending).message).toBe('after-load');
   });
 
   it('hands the runtime options to the guard in the worker under the names the caller used', async () => {
