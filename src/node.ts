@@ -7,18 +7,17 @@ import type { GuardProgress } from './core/guard-api.js';
 import { createLocalGuard, type LocalGuard } from './engine/local-guard.js';
 import { InvalidOptionsError } from './core/errors.js';
 import { directoryReader, embeddedModelDir, urlReader } from './engine/files-node.js';
-import { withManifest, type FileReader, type ModelManifest, type ModelVariant } from './engine/model-files.js';
+import { withManifest, type FileReader } from './engine/model-files.js';
 import type { Backend } from './engine/ort-session.js';
-import type { ScoringMode } from './engine/engine.js';
-import { validateRemoteProxyOptions, type RemoteProxyOptions } from './engine/remote-proxy.js';
+import { splitRuntimeOptions, type BackendPreference, type ModelRuntimeOptions } from './engine/runtime-options.js';
 
 export { buildManifest, defaultCacheDir, embeddedModelDir, type HubTreeEntry } from './engine/files-node.js';
 export type { ModelManifest } from './engine/model-files.js';
 export { validateRemoteProxyOptions, type RemoteProxyOptions } from './engine/remote-proxy.js';
 export { startProxyServer, type ProxyServerOptions, type RunningProxyServer } from './engine/proxy-server.js';
 
-/** Options of {@link createNodeGuard}: the guard's options plus where and how to run the model. */
-export interface NodeGuardOptions extends GuardOptions {
+/** Options of {@link createNodeGuard}: the guard's options, the runtime options (shared with createGuard), and where the model is. */
+export interface NodeGuardOptions extends GuardOptions, ModelRuntimeOptions {
   /**
    * A model directory in the transformers.js layout with a manifest.json; with `remoteProxy`, the
    * proxy's tokenizer and config (its weights are not read). @defaultValue the embedded model
@@ -29,35 +28,35 @@ export interface NodeGuardOptions extends GuardOptions {
    * fetched files are cached in `cacheDir`. Opt-in network use at load time only.
    */
   modelUrl?: string;
-  /** The manifest the model's files must match, when its directory or URL has none (hub models). */
-  modelManifest?: ModelManifest;
   /** Where files fetched from `modelUrl` are cached by SHA-256; null disables it. @defaultValue $XDG_CACHE_HOME/edgearmor or ~/.cache/edgearmor */
   cacheDir?: string | null;
-  /**
-   * Score on a vLLM (OpenAI-compatible completions) server instead of on this machine. Opt-in: the
-   * only option that makes the guard use the network. The server must serve a model with
-   * `modelDir`'s tokenizer. @defaultValue undefined (the local model)
-   */
-  remoteProxy?: RemoteProxyOptions;
-  /**
-   * A Jinja chat template to render guard calls with instead of the model's own, e.g. one that
-   * writes tool turns for a model whose template refuses them (Gemma 3's). @defaultValue the model's
-   */
-  chatTemplate?: string;
-  /** @defaultValue 'q4' */
-  modelVariant?: ModelVariant;
-  /** Backends to try in order. @defaultValue ['node', 'wasm'] */
+  /** The backend to run on, as in createGuard: 'auto' tries onnxruntime-node, then wasm. @defaultValue 'auto' */
+  backend?: BackendPreference;
+  /** Alias of `backend` kept for existing callers: the backends to try, in order (e.g. ['node', 'wasm']). Give one of the two. */
   backends?: Backend[];
-  /** Padded tokens per forward pass on the 'naive' scoring path. @defaultValue 8192 under 'naive'; none under 'auto' */
-  maxBatchTokens?: number;
-  /**
-   * 'prefix' (each shared prefix once: fewest tokens, right for CPUs), 'naive' (every variant in full, batched:
-   * fewest passes, right for GPUs; 8x faster than 'prefix' on an H100 through WebGPU, see bench/README.md) or
-   * 'auto' ('naive' on WebGPU, in passes of at most 1 GiB by estimate; 'prefix' elsewhere). Same scores either
-   * way; the status says which plan runs. @defaultValue 'auto'
-   */
-  scoring?: ScoringMode;
   onProgress?: (event: GuardProgress) => void;
+}
+
+const NODE_OPTION_KEYS = ['modelDir', 'modelUrl', 'cacheDir', 'backend', 'backends', 'onProgress'] as const satisfies ReadonlyArray<keyof NodeGuardOptions>;
+const NODE_BACKENDS: readonly Backend[] = ['node', 'wasm'];
+
+/** The backends to try in Node for `backend` (or its alias `backends`). */
+export function nodeBackends(options: Pick<NodeGuardOptions, 'backend' | 'backends'>): Backend[] {
+  const { backend, backends } = options;
+  if (backend !== undefined && backends !== undefined) {
+    throw new InvalidOptionsError('Invalid options: received both backend and backends; give one (backends is the older spelling of backend).', { option: 'backends' });
+  }
+  if (backends !== undefined) {
+    if (!Array.isArray(backends) || backends.length === 0 || backends.some((b) => !NODE_BACKENDS.includes(b))) {
+      throw new InvalidOptionsError(`Invalid option backends: received ${JSON.stringify(backends)}; allowed in Node: a non-empty list of "node", "wasm".`, { option: 'backends', allowed: [...NODE_BACKENDS] });
+    }
+    return [...backends];
+  }
+  if (backend === undefined || backend === 'auto') return [...NODE_BACKENDS];
+  if (!NODE_BACKENDS.includes(backend as Backend)) {
+    throw new InvalidOptionsError(`Invalid option backend: received ${JSON.stringify(backend)} in Node; allowed here: "auto" | "node" | "wasm".`, { option: 'backend', allowed: ['auto', ...NODE_BACKENDS] });
+  }
+  return [backend as Backend];
 }
 
 function nodeReader(o: Pick<NodeGuardOptions, 'modelDir' | 'modelUrl' | 'modelManifest' | 'cacheDir'>): FileReader {
@@ -74,15 +73,12 @@ function nodeReader(o: Pick<NodeGuardOptions, 'modelDir' | 'modelUrl' | 'modelMa
 
 /** Creates a guard that runs in this Node process. */
 export function createNodeGuard(options: NodeGuardOptions = {}): LocalGuard {
-  const { modelDir: _d, modelUrl: _u, modelManifest: _m, cacheDir: _c, modelVariant, backends, maxBatchTokens, scoring, onProgress, remoteProxy, chatTemplate, ...guardOptions } = options;
-  return createLocalGuard(guardOptions, {
+  const { guard, runtime } = splitRuntimeOptions(options, NODE_OPTION_KEYS);
+  const { modelManifest: _manifest, ...runtimeOptions } = runtime;
+  return createLocalGuard(guard, {
+    ...runtimeOptions,
     reader: nodeReader(options),
-    ...(remoteProxy !== undefined ? { remote: validateRemoteProxyOptions(remoteProxy) } : {}),
-    ...(chatTemplate !== undefined ? { chatTemplate } : {}),
-    backends: backends ?? ['node', 'wasm'],
-    ...(modelVariant ? { variant: modelVariant } : {}),
-    ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}),
-    ...(scoring !== undefined ? { scoring } : {}),
-    ...(onProgress ? { onProgress } : {}),
+    backends: nodeBackends(options),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   });
 }

@@ -22,7 +22,7 @@
  */
 import { createGuard, type CreateGuardOptions, type WorkerGuard } from './client/create-guard.js';
 import { settle, type BackendPreference, type WireResult } from './client/protocol.js';
-import type { ErrorCode, WireError } from './core/errors.js';
+import { EdgeArmorError, InvalidOptionsError, type WireError } from './core/errors.js';
 import type { GuardStatus } from './core/guard-api.js';
 import type { GuardOptions } from './core/options.js';
 import type { Verdict } from './core/verdict.js';
@@ -99,12 +99,12 @@ export function installGuardHarness(options: InstallHarnessOptions = {}): GuardH
     },
     check: (input) =>
       settle(async () => {
-        if (!guard) throw new Error('the harness has no guard: call start() first');
+        if (!guard) throw new InvalidOptionsError('the harness has no guard: call start() first', { option: 'start' });
         return guard.check(input);
       }),
     status: () =>
       settle(async () => {
-        if (!guard) throw new Error('the harness has no guard: call start() first');
+        if (!guard) throw new InvalidOptionsError('the harness has no guard: call start() first', { option: 'start' });
         return guard.status();
       }),
     async dispose() {
@@ -132,15 +132,10 @@ export interface StartGuardPageOptions extends HarnessStartOptions {
 }
 
 /** An EdgeArmor error that happened in the page, rebuilt with its code and details. */
-export class PageGuardError extends Error {
-  /** The EdgeArmorError code (e.g. 'integrity-mismatch', 'worker-crashed'). */
-  readonly code: ErrorCode;
-  readonly details: Record<string, unknown>;
+export class PageGuardError extends EdgeArmorError {
   constructor(error: WireError) {
-    super(`${error.name} (${error.code}) in the page: ${error.message}`);
+    super(error.code, `${error.name} (${error.code}) in the page: ${error.message}`, error.details);
     this.name = 'PageGuardError';
-    this.code = error.code;
-    this.details = error.details;
   }
 }
 

@@ -91,10 +91,14 @@ export function readCases(path: string): NumberedCase[] {
   });
 }
 
+/** The --json record's schema version (README "The --json record"): new fields keep it, a changed or removed field bumps it. */
+export const VERDICT_RECORD_SCHEMA_VERSION = 1;
+
 /** The --json record of one verdict. */
 export function verdictRecord(id: string, v: Verdict): Record<string, unknown> {
   const a = v.attribution;
   return {
+    schema_version: VERDICT_RECORD_SCHEMA_VERSION,
     id,
     detected: v.detected,
     decision: v.decision,
@@ -109,6 +113,12 @@ export function verdictRecord(id: string, v: Verdict): Record<string, unknown> {
     tau: a?.tau ?? null,
     user_weight: a?.userWeight ?? null,
     mindguard: v.toolPoisoning ? toolPoisoningRecord(v.toolPoisoning) : null,
+    truncation: v.truncation
+      ? {
+          dropped_tool_definitions: v.truncation.droppedToolDefinitions,
+          shortened_messages: Object.entries(v.truncation.shortenedMessages).map(([index, tokens]) => ({ message_index: Number(index), tokens_removed: tokens })),
+        }
+      : null,
     backend: v.backend ?? null,
     proxy: v.proxy ?? null,
     timings: v.timings,

@@ -9,24 +9,22 @@
  * yields to read the cancel) is treated as crashed: terminated, and replaced on the next call.
  */
 import * as Comlink from 'comlink';
-import { parseGuardInput } from '../core/adapters.js';
-import { buildContext } from '../core/context.js';
+import { isPrivilegedTool } from '../core/context.js';
 import type { DefenseResult } from '../core/defense.js';
-import { deserializeError, DisposedError, GuardAbortedError, GuardTimeoutError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
+import { deserializeError, serializeError, DisposedError, GuardAbortedError, GuardTimeoutError, InvalidInputError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus } from '../core/guard-api.js';
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
-import { failureVerdict, preflightVerdict, type Verdict } from '../core/verdict.js';
+import { judgeFailure } from '../core/judge.js';
+import type { Verdict } from '../core/verdict.js';
 import { defendWith } from '../engine/local-guard.js';
-import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../engine/remote-proxy.js';
+import { splitRuntimeOptions, type BackendPreference, type ModelRuntimeOptions } from '../engine/runtime-options.js';
 import { connectWorker, type WorkerConnection, type WorkerLike } from './endpoint.js';
-import type { BackendPreference, GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
-import type { ModelManifest, ModelVariant } from '../engine/model-files.js';
-import type { ScoringMode } from '../engine/engine.js';
+import type { GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
 
 export type { WorkerLike } from './endpoint.js';
 
-/** Options of {@link createGuard}: the guard's options plus where the worker and the model are. */
-export interface CreateGuardOptions extends GuardOptions {
+/** Options of {@link createGuard}: the guard's options, the runtime options (shared with createNodeGuard), and where the worker and the model are. */
+export interface CreateGuardOptions extends GuardOptions, ModelRuntimeOptions {
   /**
    * The worker, or a factory for one; only a factory lets the guard restart after a crash.
    * @defaultValue a module Worker running the package's dist/worker.js (browsers)
@@ -36,31 +34,8 @@ export interface CreateGuardOptions extends GuardOptions {
   modelUrl?: string;
   /** A model directory on disk (Node worker_threads); takes precedence over modelUrl. */
   modelDir?: string;
-  /** @defaultValue 'q4' */
-  modelVariant?: ModelVariant;
-  /** @defaultValue 'auto' */
+  /** The backend to run on (the same option as createNodeGuard's). @defaultValue 'auto' */
   backend?: BackendPreference;
-  wasmThreads?: number;
-  wasmPaths?: string | Record<string, string>;
-  /** Padded tokens per forward pass on the 'naive' scoring path. @defaultValue 8192 under 'naive'; none under 'auto' */
-  maxBatchTokens?: number;
-  /**
-   * 'prefix' (each shared prefix once: fewest tokens, right for CPUs), 'naive' (every variant in full, batched:
-   * fewest passes, right for GPUs; 8x faster than 'prefix' on an H100 through WebGPU, see bench/README.md) or
-   * 'auto' ('naive' on WebGPU, in passes of at most 1 GiB by estimate; 'prefix' elsewhere). Same scores either
-   * way; the status says which plan runs. @defaultValue 'auto'
-   */
-  scoring?: ScoringMode;
-  /**
-   * Score on a vLLM (OpenAI-compatible completions) server instead of in the worker. Opt-in: the
-   * only option that makes the guard use the network; the server needs CORS for the page's origin
-   * (vLLM `--allowed-origins`). The model location then supplies only the tokenizer and config.
-   */
-  remoteProxy?: RemoteProxyOptions;
-  /** Render guard calls with this Jinja chat template instead of the model's (see createNodeGuard). */
-  chatTemplate?: string;
-  /** The manifest the model's files must match, when `modelUrl` has none (e.g. a hub model's resolve URL). */
-  modelManifest?: ModelManifest;
   /** Load progress of every worker start (a restart reports again). */
   onProgress?: (event: GuardProgress) => void;
   /**
@@ -70,6 +45,9 @@ export interface CreateGuardOptions extends GuardOptions {
    */
   stuckWorkerGraceMs?: number;
 }
+
+/** The options createGuard keeps on the page side; everything else is the guard's or the runtime's. */
+const CLIENT_OPTION_KEYS = ['worker', 'modelUrl', 'modelDir', 'backend', 'onProgress', 'stuckWorkerGraceMs'] as const satisfies ReadonlyArray<keyof CreateGuardOptions>;
 
 /** The embedded model's path under the app's public root. */
 export const DEFAULT_MODEL_URL = 'models/edgearmor-proxy/';
@@ -126,27 +104,34 @@ function unwrap<T>(result: WireResult<T>): T {
   throw deserializeError(result.error);
 }
 
+/** Sends guard input to the worker; input that cannot be structured-cloned (functions, class instances) is the caller's bug, reported as such. */
+async function postInput<T>(send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    if (error instanceof Error && error.name === 'DataCloneError') {
+      throw new InvalidInputError(`input: received a value that cannot be sent to the worker (${error.message}); allowed: plain JSON data.`, { cause: 'DataCloneError' });
+    }
+    throw error;
+  }
+}
+
+/** Whether the input's action calls a privileged tool; what cannot be read counts as privileged (fail safe). */
+function isPrivilegedAction(raw: unknown, options: Pick<ResolvedGuardOptions, 'privilegedTools'>): boolean {
+  const name = (raw as { action?: { name?: unknown } } | null)?.action?.name;
+  return typeof name !== 'string' || isPrivilegedTool(name, options);
+}
+
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
-  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, scoring, onProgress, stuckWorkerGraceMs, remoteProxy, chatTemplate, modelManifest, ...guardOptions } = options;
+  const { worker, backend, onProgress, stuckWorkerGraceMs } = options;
+  const { guard: guardOptions, runtime } = splitRuntimeOptions(options, CLIENT_OPTION_KEYS);
   const resolved: ResolvedGuardOptions = resolveOptions(guardOptions);
   const stuckGraceMs = stuckWorkerGraceMs ?? STUCK_WORKER_GRACE_MS;
   if (!Number.isFinite(stuckGraceMs) || stuckGraceMs < 0) {
     throw new InvalidOptionsError(`Invalid option stuckWorkerGraceMs: received ${String(stuckWorkerGraceMs)}; allowed: a finite number of milliseconds >= 0.`, { option: 'stuckWorkerGraceMs' });
   }
-  const init: WorkerInitOptions = {
-    guard: guardOptions,
-    model: modelLocation(options),
-    ...(modelVariant !== undefined ? { variant: modelVariant } : {}),
-    ...(backend !== undefined ? { backend } : {}),
-    ...(wasmThreads !== undefined ? { wasmThreads } : {}),
-    ...(wasmPaths !== undefined ? { wasmPaths } : {}),
-    ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}),
-    ...(scoring !== undefined ? { scoring } : {}),
-    ...(remoteProxy !== undefined ? { remoteProxy: validateRemoteProxyOptions(remoteProxy) } : {}),
-    ...(chatTemplate !== undefined ? { chatTemplate } : {}),
-    ...(modelManifest !== undefined ? { manifest: modelManifest } : {}),
-  };
+  const init: WorkerInitOptions = { ...runtime, guard: guardOptions, model: modelLocation(options), ...(backend !== undefined ? { backend } : {}) };
   // Fails here, not in the worker, when options cannot be cloned (functions, cycles).
   structuredClone(init);
   const makeWorker: () => WorkerLike = typeof worker === 'function' ? worker : worker !== undefined ? singleUse(worker) : defaultWorker;
@@ -265,49 +250,39 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
           cleanup();
           resolve(value);
         },
-        (error: unknown) => fail(error instanceof Error ? error : new Error(String(error))),
+        (error: unknown) => fail(isEdgeArmorError(error) ? error : deserializeError(serializeError(error))),
       );
     });
   }
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
-    // Validated here too: bad input fails before any worker traffic, and uncloneable input never reaches postMessage.
-    const input = parseGuardInput(raw);
-    const context = buildContext(input, resolved);
-    const pre = preflightVerdict(context);
-    if (pre) return pre;
+    // The worker validates, plans and judges: this side only carries the input there and the verdict back.
     const extras = () => (lastStatus?.backend ? { backend: lastStatus.backend } : {});
     let used: Session | null = null;
     try {
       const verdict = await track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId) => {
         used = session;
-        try {
-          await session.init;
-        } catch (error) {
-          // A model that failed to load gets the failure policy, as in the in-process guard; a crash propagates.
-          if (isEdgeArmorError(error) && error.code === 'worker-crashed') throw error;
-          return failureVerdict(error, resolved, context.privileged, extras());
-        }
-        return unwrap(await session.remote.check(requestId, input));
+        // Sent at once, behind init on the same port: the worker validates while the model loads, and a model
+        // that failed to load is answered by the worker's guard (the failure policy); a crash rejects in track.
+        return unwrap(await postInput<WireResult<Verdict>>(() => session.remote.check(requestId, raw)));
       });
       // This call got the failure policy; a worker whose GPU device is gone, or whose memory ran out, is replaced for the next one.
       const code = verdict.error?.code;
       if (used !== null && (code === 'device-lost' || code === 'out-of-memory')) (used as Session).kill(`${code} during inference`);
       return verdict;
     } catch (error) {
-      // Same as the in-process guard: a timeout is a guard failure, answered by the failure policy.
-      if (isEdgeArmorError(error) && error.code === 'timeout') return failureVerdict(error, resolved, context.privileged, extras());
+      // The worker did not answer in time (it may be wedged): the core's failure policy answers instead, as in the in-process guard.
+      if (isEdgeArmorError(error) && error.code === 'timeout') return judgeFailure(error, { privileged: isPrivilegedAction(raw, resolved) }, resolved, extras());
       throw error;
     }
   }
 
   async function scoreSentenceAblations(raw: unknown, messageIndex: number, texts: string[], opts: CheckOptions = {}): Promise<number[]> {
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
-    const input = parseGuardInput(raw);
     return track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId) => {
       await session.init;
-      return unwrap(await session.remote.scoreSentenceAblations(requestId, input, messageIndex, texts));
+      return unwrap(await postInput<WireResult<number[]>>(() => session.remote.scoreSentenceAblations(requestId, raw, messageIndex, texts)));
     });
   }
 

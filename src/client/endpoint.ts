@@ -5,6 +5,7 @@
  */
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import { InvalidOptionsError } from '../core/errors.js';
 
 /** A browser `Worker` (or anything with its event API). */
 export interface BrowserWorkerLike {
@@ -98,14 +99,15 @@ export function connectWorker(worker: WorkerLike): WorkerConnection {
   };
 }
 
-function isNodeThread(): boolean {
+/** Whether this code runs in Node (the main thread or a worker_threads Worker) rather than a browser. */
+export function isNodeRuntime(): boolean {
   const proc = (globalThis as { process?: { versions?: { node?: string } } }).process;
   return typeof proc?.versions?.node === 'string';
 }
 
 /** Exposes a service from inside a worker: `self` in browsers, `parentPort` under Node worker_threads. */
 export function exposeInWorker(service: object): void {
-  if (!isNodeThread()) {
+  if (!isNodeRuntime()) {
     // Synchronous, so no message can arrive before the listener exists.
     Comlink.expose(service);
     return;
@@ -113,7 +115,7 @@ export function exposeInWorker(service: object): void {
   // Hidden from bundlers: browser builds must not try to resolve node:worker_threads.
   const specifier = 'node:worker_threads';
   void (import(/* @vite-ignore */ specifier) as Promise<typeof import('node:worker_threads')>).then(({ parentPort }) => {
-    if (!parentPort) throw new Error('exposeInWorker: not inside a worker thread (parentPort is null)');
+    if (!parentPort) throw new InvalidOptionsError('exposeInWorker: not inside a worker thread (parentPort is null); call it from the worker file only');
     // parentPort queues messages until a listener is attached, so the async import loses none.
     Comlink.expose(service, nodeEndpoint(parentPort as unknown as Parameters<typeof nodeEndpoint>[0]));
   });

@@ -10,9 +10,7 @@ import { serializeError, type WireError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import type { Verdict } from '../core/verdict.js';
-import type { RemoteProxyOptions } from '../engine/remote-proxy.js';
-import type { ModelManifest, ModelVariant } from '../engine/model-files.js';
-import type { ScoringMode } from '../engine/engine.js';
+import type { BackendPreference, ModelRuntimeOptions } from '../engine/runtime-options.js';
 
 export type { WireError } from '../core/errors.js';
 
@@ -28,40 +26,18 @@ export async function settle<T>(work: () => Promise<T>): Promise<WireResult<T>> 
   }
 }
 
-/** Backend preference: 'auto' is WebGPU when an adapter exists, else wasm (browser) or onnxruntime-node, else wasm (Node). */
-export type BackendPreference = 'auto' | 'webgpu' | 'wasm' | 'node';
+export type { BackendPreference } from '../engine/runtime-options.js';
 
 /** Where the worker reads the model from: a base URL (browser, fetched and cached) or a directory (Node). */
 export type ModelLocation = { baseUrl: string } | { dir: string };
 
-/** What the worker needs to load a guard; plain data (it is structured-cloned into the worker). */
-export interface WorkerInitOptions {
+/** What the worker needs to load a guard: the guard's and the runtime's options as the caller gave them, plain data (it is structured-cloned into the worker). */
+export interface WorkerInitOptions extends ModelRuntimeOptions {
   /** The guard's options; validated again in the worker with resolveOptions. */
   guard: GuardOptions;
   model: ModelLocation;
-  /** @defaultValue 'q4' */
-  variant?: ModelVariant;
   /** @defaultValue 'auto' */
   backend?: BackendPreference;
-  /** onnxruntime-web wasm threads; onnxruntime-web's default when undefined. */
-  wasmThreads?: number;
-  /** Where onnxruntime-web finds its .wasm files (served by the app itself). */
-  wasmPaths?: string | Record<string, string>;
-  /** Padded tokens per forward pass on the 'naive' scoring path. @defaultValue 8192 under 'naive'; none under 'auto' */
-  maxBatchTokens?: number;
-  /**
-   * 'prefix' (each shared prefix once: fewest tokens, right for CPUs), 'naive' (every variant in full, batched:
-   * fewest passes, right for GPUs; 8x faster than 'prefix' on an H100 through WebGPU, see bench/README.md) or
-   * 'auto' ('naive' on WebGPU, in passes of at most 1 GiB by estimate; 'prefix' elsewhere). Same scores either
-   * way; the status says which plan runs. @defaultValue 'auto'
-   */
-  scoring?: ScoringMode;
-  /** Score on a remote proxy server; `model` then only supplies the tokenizer and config. */
-  remoteProxy?: RemoteProxyOptions;
-  /** Render guard calls with this Jinja chat template instead of the model's. */
-  chatTemplate?: string;
-  /** The manifest the model's files must match, when its location has none (hub models). */
-  manifest?: ModelManifest;
 }
 
 /** The guard service a worker exposes through Comlink. */

@@ -3,13 +3,15 @@
  * AbortController per request so `cancel(requestId)` stops that request's model work.
  */
 import { releaseProxy } from 'comlink';
-import { BackendUnavailableError, IntegrityError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';
+import { BackendUnavailableError, GuardAbortedError, IntegrityError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import { createBrowserReader, type BrowserFileReader } from '../engine/files-browser.js';
 import { createLocalGuard, type LocalGuard, type LocalGuardRuntime } from '../engine/local-guard.js';
 import { withManifest, type FileReader } from '../engine/model-files.js';
+import { splitRuntimeOptions } from '../engine/runtime-options.js';
 import type { Backend } from '../engine/ort-session.js';
+import { isNodeRuntime } from './endpoint.js';
 import { settle, type BackendPreference, type GuardWorkerApi, type WireResult, type WorkerInitOptions } from './protocol.js';
 
 /** Seams for tests and other hosts; the defaults build the real engine. */
@@ -38,11 +40,6 @@ const NOT_LOADED: GuardStatus = Object.freeze({
   attention: false,
   scoring: null,
 }) as GuardStatus;
-
-function detectNode(): boolean {
-  const proc = (globalThis as { process?: { versions?: { node?: string } } }).process;
-  return typeof proc?.versions?.node === 'string';
-}
 
 async function webgpuUnavailableReason(gpu: WorkerServiceDeps['gpu']): Promise<string | null> {
   if (gpu === undefined || gpu === null) return 'navigator.gpu is undefined';
@@ -78,13 +75,18 @@ export async function planBackends(preference: BackendPreference, env: { isNode:
 /** Creates the service a worker exposes with `Comlink.expose`. */
 export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerApi {
   const makeGuard = deps.createLocalGuard ?? createLocalGuard;
-  const isNode = deps.isNode ?? detectNode();
+  const isNode = deps.isNode ?? isNodeRuntime();
   let guard: LocalGuard | null = null;
   const requests = new Map<string, AbortController>();
 
-  const requireGuard = (): LocalGuard => {
-    if (!guard) throw new InvalidOptionsError('The worker received a call before init(); the client must call init first.');
-    return guard;
+  // Calls sent right after init wait for the guard to exist (not for the model): bad input still fails fast while loading.
+  let initCalled = false;
+  let guardMade: (made: LocalGuard | null) => void = () => undefined;
+  const made = new Promise<LocalGuard | null>((resolve) => (guardMade = resolve));
+  const requireGuard = async (): Promise<LocalGuard> => {
+    const g = guard ?? (initCalled ? await made : null);
+    if (!g) throw new InvalidOptionsError('The worker received a call before init(); the client must call init first.');
+    return g;
   };
 
   const withRequest = async <T>(requestId: string, work: (signal: AbortSignal) => Promise<T>): Promise<WireResult<T>> => {
@@ -102,16 +104,17 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
     if ('baseUrl' in init.model) {
       const reader = createBrowserReader({ baseUrl: init.model.baseUrl, onProgress });
       // A given manifest replaces the location's; the cache eviction after an integrity failure stays.
-      return init.manifest ? Object.assign(withManifest(reader, init.manifest), { evict: reader.evict, readFromCache: reader.readFromCache }) : reader;
+      return init.modelManifest ? Object.assign(withManifest(reader, init.modelManifest), { evict: reader.evict, readFromCache: reader.readFromCache }) : reader;
     }
     if (!isNode) throw new InvalidOptionsError('Invalid option model: a model directory ({dir}) works only in Node; in a browser give {baseUrl}.');
     const { directoryReader } = await import('../engine/files-node.js');
     const reader = directoryReader(init.model.dir);
-    return init.manifest ? withManifest(reader, init.manifest) : reader;
+    return init.modelManifest ? withManifest(reader, init.modelManifest) : reader;
   }
 
   return {
     async init(init, onProgress) {
+      initCalled = true;
       const delivered: Promise<unknown>[] = [];
       const report = (event: GuardProgress) => {
         // A progress listener that went away must not fail the load.
@@ -119,21 +122,21 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
       };
       const result = await settle(async () => {
         if (guard) throw new InvalidOptionsError('init() was called twice on the same worker; create a new worker instead.');
-        const plan = await planBackends(init.backend ?? 'auto', { isNode, gpu: 'gpu' in deps ? deps.gpu : (globalThis.navigator as { gpu?: WorkerServiceDeps['gpu'] } | undefined)?.gpu });
-        const reader = await makeReader(init, report);
-        guard = makeGuard(init.guard, {
-          reader,
-          backends: plan.backends,
-          fallbackReason: plan.fallbackReason,
-          onProgress: report,
-          ...(init.variant !== undefined ? { variant: init.variant } : {}),
-          ...(init.wasmThreads !== undefined ? { wasmThreads: init.wasmThreads } : {}),
-          ...(init.wasmPaths !== undefined ? { wasmPaths: init.wasmPaths } : {}),
-          ...(init.maxBatchTokens !== undefined ? { maxBatchTokens: init.maxBatchTokens } : {}),
-          ...(init.scoring !== undefined ? { scoring: init.scoring } : {}),
-          ...(init.remoteProxy !== undefined ? { remote: init.remoteProxy } : {}),
-          ...(init.chatTemplate !== undefined ? { chatTemplate: init.chatTemplate } : {}),
-        });
+        let runtime: LocalGuardRuntime;
+        try {
+          const plan = await planBackends(init.backend ?? 'auto', { isNode, gpu: 'gpu' in deps ? deps.gpu : (globalThis.navigator as { gpu?: WorkerServiceDeps['gpu'] } | undefined)?.gpu });
+          const { modelManifest: _manifest, ...runtimeOptions } = splitRuntimeOptions(init, ['guard', 'model', 'backend']).runtime;
+          runtime = { ...runtimeOptions, reader: await makeReader(init, report), backends: plan.backends, fallbackReason: plan.fallbackReason, onProgress: report };
+        } catch (error) {
+          // The guard still answers checks, as an in-process guard whose model failed to load does: the core applies the failure policy.
+          runtime = { reader: () => Promise.reject(error), backends: [], onProgress: report, loadFailure: error };
+        }
+        try {
+          guard = makeGuard(init.guard, runtime);
+        } finally {
+          guardMade(guard);
+        }
+        const reader = runtime.reader;
         try {
           return await guard.ready;
         } catch (error) {
@@ -159,15 +162,15 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
       return result;
     },
 
-    check: (requestId, input) => withRequest(requestId, (signal) => requireGuard().check(input, { signal })),
+    check: (requestId, input) => withRequest(requestId, async (signal) => (await requireGuard()).check(input, { signal })),
 
     scoreSentenceAblations: (requestId, input, messageIndex, texts) =>
       withRequest(requestId, async (signal) => {
-        const g = requireGuard();
+        const g = await requireGuard();
         const work = g.scoreSentenceAblations(input, messageIndex, texts);
         // LocalGuard's sentence scorer takes no signal: an abort answers at once and leaves the batch to finish.
         return new Promise<number[]>((resolve, reject) => {
-          const onAbort = () => reject(signal.reason ?? new Error('aborted'));
+          const onAbort = () => reject(new GuardAbortedError('the check was aborted by the caller'));
           signal.addEventListener('abort', onAbort, { once: true });
           work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
         });

@@ -1,5 +1,5 @@
 import { InvalidInputError, InvalidOptionsError } from './errors.js';
-import { normalizeTools } from './adapters.js';
+import { normalizeTools } from './tools.js';
 import { requireSpanLimit, requireUserRequest } from './guard-input.js';
 import type { ResolvedGuardOptions } from './options.js';
 import type { GuardInput, Message, ToolCall, ToolSpec } from './types.js';
@@ -41,6 +41,11 @@ export function isUntrustedTool(toolName: string | null, policy: { untrustedTool
   if (policy.untrustedTools !== null) return policy.untrustedTools.includes(toolName);
   if (policy.trustedTools !== null) return !policy.trustedTools.includes(toolName);
   return true;
+}
+
+/** Whether calls to this tool are checked at all: every tool when `privilegedTools` is null. */
+export function isPrivilegedTool(toolName: string, options: Pick<ResolvedGuardOptions, 'privilegedTools'>): boolean {
+  return options.privilegedTools === null || options.privilegedTools.includes(toolName);
 }
 
 /** Replaces the free text of every assistant message after `afterIndex` with `redactionText`, keeping tool calls; returns the new messages and the masked indexes. */
@@ -97,7 +102,7 @@ export function buildContext(input: GuardInput, options: ResolvedGuardOptions): 
     maskedIndices: masked.maskedIndices,
     action: input.action,
     tools: input.tools === undefined ? [] : normalizeTools(input.tools, 'input.tools'),
-    privileged: options.privilegedTools === null || options.privilegedTools.includes(input.action.name),
+    privileged: isPrivilegedTool(input.action.name, options),
     trustSource: policy.source,
   };
 }

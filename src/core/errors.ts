@@ -161,6 +161,21 @@ export class InternalError extends EdgeArmorError {
   }
 }
 
+/** MindGuard could not work with its options or inputs (a detection is a verdict, never this). */
+export class MindGuardError extends EdgeArmorError {
+  declare readonly code: 'invalid-options' | 'invalid-input';
+  constructor(code: 'invalid-options' | 'invalid-input', message: string, details: Readonly<Record<string, unknown>> = {}, options?: { cause?: unknown }) {
+    super(code, message, jsonObject(details), options);
+    this.name = 'MindGuardError';
+  }
+}
+
+/** Subclasses that share a code with another class, rebuilt by name so they keep their class across the worker boundary. */
+const CLASS_BY_NAME: Readonly<Record<string, (code: ErrorCode, message: string, details: JsonObject) => EdgeArmorError | null>> = Object.freeze({
+  MindGuardError: (code: ErrorCode, message: string, details: JsonObject) =>
+    code === 'invalid-options' || code === 'invalid-input' ? new MindGuardError(code, message, details) : null,
+});
+
 type ErrorConstructorFor = new (message: string, details?: JsonObject) => EdgeArmorError;
 
 const CLASS_BY_CODE: Readonly<Record<ErrorCode, ErrorConstructorFor>> = Object.freeze({
@@ -209,6 +224,11 @@ function toJsonSafe(value: unknown, depth = 0): JsonValue {
   return String(value);
 }
 
+function jsonObject(value: unknown): JsonObject {
+  const json = toJsonSafe(value);
+  return json !== null && typeof json === 'object' && !Array.isArray(json) ? json : {};
+}
+
 /** Turns any thrown value into the `{name, code, message, details}` wire format. */
 export function serializeError(error: unknown): WireError {
   if (error instanceof EdgeArmorError) {
@@ -243,6 +263,8 @@ export function deserializeError(wire: unknown): EdgeArmorError {
   if (!isErrorCode(code)) {
     return new InternalError(message, { ...details, originalCode: toJsonSafe(code), originalName: toJsonSafe(record['name']) });
   }
+  const byName = typeof record['name'] === 'string' && Object.prototype.hasOwnProperty.call(CLASS_BY_NAME, record['name']) ? CLASS_BY_NAME[record['name']]!(code, message, details) : null;
+  if (byName) return byName;
   const Ctor = CLASS_BY_CODE[code];
   return new Ctor(message, details);
 }

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
-import { normalizeTools } from './adapters.js';
+import { normalizeTools } from './tools.js';
 import { EdgeArmorError, InvalidInputError } from './errors.js';
-import { describeValue, isPlainObject, nameProblem, textProblem, toJsonValue } from './json.js';
+import { describeValue, formatIssuePath, isPlainObject, nameProblem, textProblem, toJsonValue } from './json.js';
 import { MAX_ACTION_ARGUMENTS_CHARS, MAX_FIELD_CHARS, MAX_MESSAGES, MAX_NAME_CHARS, MAX_SPANS, MAX_TOOLS, MAX_TOTAL_CHARS } from './limits.js';
 import type { GuardInput, JsonValue, Message, Role, ToolCall, ToolSpec } from './types.js';
 
@@ -105,17 +105,8 @@ export const GuardCaseSchema = plainObject(
 /** The statically inferred output of GuardCaseSchema, before the cross-field checks. */
 export type ParsedGuardCase = v.InferOutput<typeof GuardCaseSchema>;
 
-function formatPath(path: readonly v.IssuePathItem[] | undefined): string {
-  let out = 'input';
-  for (const item of path ?? []) {
-    if (typeof item.key === 'number') out += `[${item.key}]`;
-    else if (typeof item.key === 'string') out += /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(item.key) ? `.${item.key}` : `[${JSON.stringify(item.key)}]`;
-  }
-  return out;
-}
-
 function issueToError(issue: v.BaseIssue<unknown>): InvalidInputError {
-  let where = formatPath(issue.path);
+  let where = formatIssuePath(issue.path, 'input');
   let reason = issue.message;
   const sep = reason.indexOf('\u0000');
   if (sep >= 0) {

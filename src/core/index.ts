@@ -10,6 +10,7 @@ export * from './context.js';
 export * from './variants.js';
 export * from './attribution.js';
 export * from './verdict.js';
+export * from './judge.js';
 export * from './defense.js';
 export type * from './guard-api.js';
 export * from './tool-poisoning.js';

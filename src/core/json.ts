@@ -137,3 +137,13 @@ export function toJsonValue(value: unknown, where: string): JsonValue {
     throw new InvalidInputError(`${where}: the value could not be read as JSON (${error instanceof Error ? error.message : String(error)}).`, { where }, { cause: error });
   }
 }
+
+/** The one formatter of a validation issue's path: `root.key[0].other`, or `key.other` without a root (option names). */
+export function formatIssuePath(path: ReadonlyArray<{ key: unknown }> | undefined, root = ''): string {
+  let out = root;
+  for (const item of path ?? []) {
+    if (typeof item.key === 'number') out += `[${item.key}]`;
+    else if (typeof item.key === 'string') out += /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(item.key) ? `${out === '' ? '' : '.'}${item.key}` : `[${JSON.stringify(item.key)}]`;
+  }
+  return out;
+}

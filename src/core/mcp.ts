@@ -6,7 +6,7 @@
  */
 import { InvalidInputError } from './errors.js';
 import { describeType, isPlainObject, toJsonValue } from './json.js';
-import { normalizeTools, requireName, requireString } from './adapters.js';
+import { normalizeTools, requireName, requireString } from './tools.js';
 import type { GuardInput, JsonObject, Message, ToolCall, ToolSpec } from './types.js';
 
 /** A JSON-RPC message's `result` (or the bare result when `value` is not an envelope); a JSON-RPC error is an InvalidInputError. */

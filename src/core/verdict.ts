@@ -1,6 +1,5 @@
 import { serializeError, type WireError } from './errors.js';
 import type { AttributionResult, FlaggedSpan } from './attribution.js';
-import type { StructuredContext } from './context.js';
 import type { ToolPoisoningVerdict } from './tool-poisoning.js';
 import type { ResolvedGuardOptions } from './options.js';
 
@@ -118,11 +117,4 @@ export function failureVerdict(error: unknown, options: Pick<ResolvedGuardOption
     },
     extras,
   );
-}
-
-/** The verdict a call gets before any scoring, or null when it must be scored: non-privileged calls and contexts without untrusted spans are allowed. */
-export function preflightVerdict(context: Pick<StructuredContext, 'privileged' | 'spans' | 'action'>, extras: VerdictExtras = {}): Verdict | null {
-  if (!context.privileged) return notPrivilegedVerdict(context.action.name, extras);
-  if (context.spans.length === 0) return noUntrustedSpansVerdict(extras);
-  return null;
 }

@@ -11,7 +11,7 @@ import { serializeError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { Verdict } from '../core/verdict.js';
 import { DOMAINS, findCase, type GuardCase, type Message, type ScenarioPick, type ToolCall } from '../scenarios/index.js';
-import { modelUrlFromPage, ortWasmPaths } from './guard-worker.js';
+import { modelUrlFromPage, ortWasmPaths } from './page-config.js';
 import { attributionChart, h, mindGuardView, sentenceShading } from './views.js';
 
 /** A conversation the scripted agent plays: the messages, the call it proposes, and what it proposes when regenerating. */

@@ -2,7 +2,7 @@
  * The proxy engine: turns a structured context and its ablation variants into action-token
  * log-probs (and attention rows for the full context) with one batched run of the model.
  */
-import { InvalidOptionsError, ModelLoadError } from '../core/errors.js';
+import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import type { StructuredContext } from '../core/context.js';
 import type { Variant } from '../core/variants.js';
 import type { ActionTextMode } from '../core/options.js';
@@ -339,7 +339,7 @@ async function scoreRequest(
   const replacements = request.replacements ?? [];
   const all = context.messages.map((_, i) => i);
   for (const r of replacements) {
-    if (context.messages[r.messageIndex] === undefined) throw new RangeError(`replacement "${r.id}": no message ${r.messageIndex}`);
+    if (context.messages[r.messageIndex] === undefined) throw new InvalidInputError(`replacement "${r.id}": received message index ${r.messageIndex}; allowed: 0 to ${context.messages.length - 1}`, { messageIndex: r.messageIndex });
     sequences.push({ context: [...encoded.contextIds(all, new Set(), r), ...action.prefix], action: action.ids, withAttention: false });
   }
   const { results, computedTokens } = await run(sequences, request.signal);

@@ -3,44 +3,40 @@
  * same service over Comlink. Inference calls are serialised (one onnxruntime session, one run at a
  * time); validation happens before any model work, so bad input fails fast even while loading.
  */
-import { parseGuardInput } from '../core/adapters.js';
-import { attributeWithOptions, ruleFromOptions, type AttributionResult } from '../core/attribution.js';
-import { analyzeMindGuard } from '../core/mindguard/index.js';
-import type { MindGuardVerdict } from '../core/mindguard/types.js';
-import { combineToolPoisoning, toolDescriptionAttribution, type ToolPoisoningVerdict } from '../core/tool-poisoning.js';
+import { parseGuardInput } from '../core/guard-input.js';
 import { buildContext, type StructuredContext } from '../core/context.js';
 import { createLocalRedactor, runDefense, type DefenseResult, type SanitizeRequest, type SentenceRange } from '../core/defense.js';
-import { DisposedError, GuardAbortedError, GuardTimeoutError, isEdgeArmorError } from '../core/errors.js';
+import { DisposedError, GuardAbortedError, GuardTimeoutError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus } from '../core/guard-api.js';
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
 import { buildVariants } from '../core/variants.js';
-import { failureVerdict, modelVerdict, preflightVerdict, type Verdict } from '../core/verdict.js';
-import { createEngine, type EngineInfo, type EngineScores, type ProxyEngine, type ScoringMode } from './engine.js';
-import { loadModelFiles, loadTokenizerFiles, type FileReader, type ModelVariant } from './model-files.js';
+import { judge, judgeFailure, planCheck, type CheckPlan, type ScoringRequestPlan } from '../core/judge.js';
+import type { Verdict } from '../core/verdict.js';
+import { createEngine, type EngineScores, type ProxyEngine } from './engine.js';
+import { loadModelFiles, loadTokenizerFiles, type FileReader } from './model-files.js';
 import type { Backend } from './ort-session.js';
-import { createRemoteEngine, type RemoteProxyOptions } from './remote-proxy.js';
+import { createRemoteEngine } from './remote-proxy.js';
+import type { ModelRuntimeOptions } from './runtime-options.js';
 
-/** Where and how the in-process guard runs its model. */
-export interface LocalGuardRuntime {
-  /** Reads the model's files (integrity-checked against its manifest); with `remote`, only its tokenizer and config are read. */
+/** Where and how the in-process guard runs its model: the runtime options plus the resolved model location and backends. */
+export interface LocalGuardRuntime extends Omit<ModelRuntimeOptions, 'modelManifest'> {
+  /** Reads the model's files (integrity-checked against its manifest); with `remoteProxy`, only its tokenizer and config are read. */
   reader: FileReader;
-  /** Score on a remote proxy server instead of a local onnxruntime session (opt-in: the only network use). */
-  remote?: RemoteProxyOptions;
-  /** Render guard calls with this Jinja chat template instead of the model's. */
-  chatTemplate?: string;
   /** Backends to try, in order; the first that loads is used and the others' failures are reported. */
   backends: readonly Backend[];
   /** Why earlier preferred backends were skipped before loading (e.g. no WebGPU adapter). */
   fallbackReason?: string | null;
-  /** @defaultValue 'q4' */
-  variant?: ModelVariant;
-  wasmThreads?: number;
-  wasmPaths?: string | Record<string, string>;
-  /** @defaultValue 8192 under 'naive'; none under 'auto' */
-  maxBatchTokens?: number;
-  /** @defaultValue 'auto' */
-  scoring?: ScoringMode;
   onProgress?: (event: GuardProgress) => void;
+  /** A load that failed before the guard was made (the worker's backend planning): every check that needs the model gets the failure policy. */
+  loadFailure?: unknown;
+}
+
+/** What the engine part of one check returns to the judge. */
+interface Scored {
+  engine: ProxyEngine;
+  request: ScoringRequestPlan;
+  scores: EngineScores;
+  timings: Record<string, number>;
 }
 
 /** The guard service: Guard plus the sentence scorer the local redactor needs. */
@@ -90,11 +86,12 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
   }
 
   const ready: Promise<ProxyEngine> = (async () => {
-    if (runtime.remote) {
+    if (runtime.loadFailure !== undefined) throw runtime.loadFailure;
+    if (runtime.remoteProxy) {
       const files = await loadTokenizerFiles(runtime.reader, (file, bytes) => runtime.onProgress?.({ type: 'verified', file, bytes }));
-      return markReady(await createRemoteEngine(files, runtime.remote, runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}));
+      return markReady(await createRemoteEngine(files, runtime.remoteProxy, runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}));
     }
-    const files = await loadModelFiles(runtime.reader, runtime.variant ?? 'q4', (file, bytes) =>
+    const files = await loadModelFiles(runtime.reader, runtime.modelVariant ?? 'q4', (file, bytes) =>
       runtime.onProgress?.({ type: 'verified', file, bytes }),
     );
     const failures: string[] = [];
@@ -115,7 +112,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
         if (backend === runtime.backends[runtime.backends.length - 1]) throw e;
       }
     }
-    throw new Error('no backend to load the model on');
+    throw new InvalidOptionsError('Invalid option backends: received an empty list; allowed: one or more of "node", "wasm", "webgpu".', { option: 'backends' });
   })();
   ready.catch(() => {
     status.state = 'failed';
@@ -150,83 +147,14 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     }
   }
 
-  async function score(context: StructuredContext, signal: AbortSignal | undefined): Promise<Verdict> {
+  /** Loads (once), plans the variants for the engine's capabilities and scores them: the engine's part of a check. */
+  async function score(context: StructuredContext, plan: Extract<CheckPlan, { verdict: null }>, signal: AbortSignal | undefined): Promise<Scored> {
     const t0 = now();
     const engine = await ready;
     const tLoaded = now();
-    const tp = resolved.toolPoisoning;
-    const hasTools = context.tools.length > 0;
-    // MindGuard needs the positions of tools and argument values, which EdgeArmor's format knows.
-    const withAttention = hasTools && tp.attention && engine.info.attention && resolved.actionText === 'template' && engine.info.chatFormat === 'edgearmor';
-    const variants = buildVariants(context, { toolLeaveOneOut: hasTools && tp.leaveOneOut });
-    const scores = await serial(() =>
-      engine.score({ context, variants, actionText: resolved.actionText, withAttention, ...(signal ? { signal } : {}) }),
-    );
-    const tScored = now();
-    const attribution = attributeWithOptions({ spans: context.spans, variants, logProbs: scores.logProbs, parts: scores.actionLayout?.parts }, resolved);
-    const verdict = modelVerdict(attribution, {
-      backend: engine.info.backend,
-      proxy: engine.info.model,
-      timings: { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded },
-    });
-    const cut = scores.truncation;
-    if (cut.droppedToolDefinitions || Object.keys(cut.shortenedMessages).length > 0) verdict.truncation = cut;
-    if (hasTools) {
-      const tAttention = now();
-      verdict.toolPoisoning = toolPoisoningOf(context, scores, attribution, withAttention, engine.info);
-      verdict.timings['toolPoisoningMs'] = now() - tAttention;
-      if (verdict.toolPoisoning.detected) {
-        verdict.detected = true;
-        verdict.decision = 'block';
-      }
-    }
-    verdict.timings['attributionMs'] = now() - tScored;
-    return verdict;
-  }
-
-  function toolPoisoningOf(
-    context: StructuredContext,
-    scores: EngineScores,
-    attribution: AttributionResult,
-    withAttention: boolean,
-    { attention: modelHasAttention, attentionUnavailable, chatFormat }: EngineInfo,
-  ): ToolPoisoningVerdict {
-    const tp = resolved.toolPoisoning;
-    const unavailable: string[] = [];
-    if (scores.truncation.droppedToolDefinitions) {
-      unavailable.push('tool definitions were dropped to fit the context window');
-      return combineToolPoisoning(null, null, context.action.name, unavailable);
-    }
-    // Before any tool result only tool poisoning can drive a call, and both signals get their own thresholds.
-    const beforeToolResults = context.messages.every((m) => m.role !== 'tool');
-    const margin = beforeToolResults ? tp.beforeToolResults.leaveOneOutMargin : tp.leaveOneOutMargin;
-    const mindguardOptions = beforeToolResults ? { ...tp.mindguard, airThreshold: tp.beforeToolResults.airThreshold } : tp.mindguard;
-    // Descriptions keep the seeds' weighting of dU: their margin was calibrated with it.
-    const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions({ ...resolved, userWeight: 1 }), resolved.tau - margin) : null;
-    let attention: MindGuardVerdict | null = null;
-    if (!tp.attention) unavailable.push('attention: turned off (toolPoisoning.attention = false)');
-    else if (!modelHasAttention) {
-      unavailable.push(`attention: ${attentionUnavailable ?? 'the model exports no attention rows'}; MindGuard falls back to leave-one-out over tool descriptions`);
-    }
-    else if (chatFormat !== 'edgearmor') unavailable.push("attention: the model's chat template gives no token positions for tools and argument values; MindGuard falls back to leave-one-out over tool descriptions");
-    else if (!withAttention || !scores.attention || !scores.actionLayout) unavailable.push('attention: needs the template action text');
-    else {
-      const nameRows = scores.actionLayout.parts.filter((p) => p === 'name').length;
-      attention = analyzeMindGuard(
-        scores.attention.data,
-        scores.attention.dims,
-        {
-          user: scores.layout.user,
-          tools: scores.layout.tools.map((t) => ({ tool: t.tool, ranges: [{ start: t.start, end: t.end }] })),
-          toolResults: scores.layout.toolResults.map((r) => [{ start: r.start, end: r.end }]),
-          invokedTool: context.action.name,
-          controlTarget: [{ start: 0, end: Math.max(1, nameRows) }],
-          dataTarget: scores.actionLayout.valueRows,
-        },
-        mindguardOptions,
-      );
-    }
-    return combineToolPoisoning(loo, attention, context.action.name, unavailable);
+    const request = plan.scoring(engine.info);
+    const scores = await serial(() => engine.score({ context, ...request, actionText: resolved.actionText, ...(signal ? { signal } : {}) }));
+    return { engine, request, scores, timings: { waitForModelMs: tLoaded - t0, scoreMs: now() - tLoaded } };
   }
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
@@ -234,16 +162,26 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     // Invalid input is the caller's bug, not a guard failure: it throws a typed error before any model work.
     const input = parseGuardInput(raw);
     const context = buildContext(input, resolved);
-    const pre = preflightVerdict(context);
-    // A call with no tool result yet can still be driven by a poisoned tool description.
-    const toolSignals = context.tools.length > 0 && (resolved.toolPoisoning.leaveOneOut || resolved.toolPoisoning.attention);
-    if (pre && !(pre.reason === 'no-untrusted-spans' && toolSignals)) return pre;
+    const plan = planCheck(context, resolved);
+    if (plan.verdict) return plan.verdict;
     try {
-      return await withDeadline(score(context, opts.signal), opts.signal);
+      const { engine, request, scores, timings } = await withDeadline(score(context, plan, opts.signal), opts.signal);
+      const tScored = now();
+      const verdict = judge({
+        context,
+        variants: request.variants,
+        withAttention: request.withAttention,
+        scores,
+        options: resolved,
+        capabilities: engine.info,
+        extras: { backend: engine.info.backend, proxy: engine.info.model, timings },
+      });
+      verdict.timings['attributionMs'] = now() - tScored;
+      return verdict;
     } catch (error) {
       if (isEdgeArmorError(error) && error.code === 'aborted') throw error;
       if (opts.signal?.aborted) throw new GuardAbortedError('the check was aborted by the caller');
-      return failureVerdict(error, resolved, context.privileged, { ...(status.backend ? { backend: status.backend } : {}) });
+      return judgeFailure(error, context, resolved, { ...(status.backend ? { backend: status.backend } : {}) });
     }
   }
 

@@ -3,12 +3,9 @@
  * token prefix of the variants (the token trie) once.
  *
  * Causal attention makes the KV cache of a prefix independent of what follows it, so one sequence's
- * presents, cut at any position, are the cache of that prefix. The scheduler orders the sequences
- * (the one sharing most with the others first), gives each later sequence the earlier one with which it
- * shares the longest token prefix (its partner), and computes only the tokens after that divergence
- * point, feeding the partner's cache as past_key_values. Computed tokens then equal the trie's node
- * count whatever the order (each sequence adds exactly its prefixes not yet in the trie). Leave-one-out
- * variants all share most with `full`, so a check is two rounds: `full` once, then every branch batched.
+ * presents, cut at any position, are the cache of that prefix. The plan (prefix-plan.ts: partners,
+ * rounds, passes, chunks) is pure data; this file runs it, feeding each partner's cache as
+ * past_key_values.
  *
  * Batched rows have different past lengths: each row's past sits at the left of the past area, the
  * gap after it and the left padding of the new tokens are masked in attention_mask, and position ids
@@ -24,10 +21,13 @@
  * later rows copy a prefix of is downloaded, once. GPU buffers are freed when their last user ran.
  */
 import type { Tensor } from 'onnxruntime-web';
-import { InvalidOptionsError } from '../core/errors.js';
-import { float16Bits } from './float16.js';
+import { InferenceError } from '../core/errors.js';
+import { KvCache, kvTensor, PastBuffers, pastName, type KvArray } from './kv-cache.js';
 import type { OrtSession } from './ort-session.js';
-import { estimateForwardBytes, floatValues, kvBytesPerToken, logSoftmaxAt, presentOutputNames, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
+import { checkPositiveIntegerOption, defaultBatchBytes, DEFAULT_MAX_CHUNK_TOKENS, passBytes, planChunks, planPasses, planSharing, trieMinimumTokens, type PassBudget, type RowShape } from './prefix-plan.js';
+import { estimateForwardBytes, floatValues, kvBytesPerToken, logSoftmaxAt, presentOutputNames, sliceAttention, tensorData, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
+
+export { checkPositiveIntegerOption, DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_CHUNK_TOKENS, defaultBatchBytes, minimumBudgetBytes, trieMinimumTokens } from './prefix-plan.js';
 
 /** Options for {@link scoreSequencesShared}. */
 export interface PrefixScoreOptions {
@@ -70,75 +70,6 @@ export interface PrefixScoreOutput {
   stats: PrefixScoreStats;
 }
 
-/** The byte budget of {@link PrefixScoreOptions.maxBatchBytes} for sequences that fit a full chunk in it. */
-export const DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024;
-
-/** Default of {@link PrefixScoreOptions.maxChunkTokens}. */
-export const DEFAULT_MAX_CHUNK_TOKENS = 512;
-
-/** Padded / real new tokens a micro-batch may reach before a row goes to the next one. */
-const PADDING_SLACK = 1.25;
-/** Smallest non-final chunk of a row split to fit the budget. */
-const MIN_CHUNK_TOKENS = 64;
-
-/** KV elements: float32 values, or float16 bit patterns for fp16 models (copied, never converted). */
-type KvArray = Float32Array | Uint16Array;
-
-type KvLayers = Array<{ key: KvArray; value: KvArray }>;
-
-/** A KV tensor of the stored element type. */
-const kvTensor = (session: OrtSession, data: KvArray, shape: readonly number[]): Tensor =>
-  data instanceof Uint16Array ? session.makeFloat16(data, shape) : session.makeFloat32(data, shape);
-
-/** The past input one layer's key or value cache feeds. */
-const pastName = (layer: number, kv: 'key' | 'value') => `past_key_values.${layer}.${kv}`;
-
-/**
- * A KV cache of one row: per layer, key and value [kvHeads, length, headDim]. A cache that is exactly one
- * pass's present tensors keeps them as onnxruntime returned them (on WebGPU GPU buffers, downloaded only
- * if a later pass must copy a prefix of them); a cache cut out of a batched pass holds host arrays.
- */
-class KvCache {
-  private host: KvLayers | undefined;
-
-  private constructor(
-    readonly length: number,
-    /** present.N.key / present.N.value by past input name, when the cache is one pass's presents. */
-    private readonly presents: ReadonlyMap<string, Tensor> | undefined,
-    host: KvLayers | undefined,
-  ) {
-    this.host = host;
-  }
-
-  static fromPresents(length: number, presents: ReadonlyMap<string, Tensor>): KvCache {
-    return new KvCache(length, presents, undefined);
-  }
-
-  static fromHost(length: number, layers: KvLayers): KvCache {
-    return new KvCache(length, undefined, layers);
-  }
-
-  /** The tensor to feed as a layer's past when a pass continues from the whole cache: the present itself where there is one. */
-  past(session: OrtSession, dims: ModelDims, layer: number, kv: 'key' | 'value'): Tensor {
-    return this.presents?.get(pastName(layer, kv)) ?? kvTensor(session, this.host![layer]![kv], [1, dims.numKeyValueHeads, this.length, dims.headDim]);
-  }
-
-  /** Host arrays per layer (downloaded once from the GPU for a GPU-resident cache). */
-  async layers(dims: ModelDims): Promise<KvLayers> {
-    if (this.host) return this.host;
-    const layers: KvLayers = [];
-    for (let l = 0; l < dims.numLayers; l++) {
-      layers.push({ key: await kvData(this.presents!.get(pastName(l, 'key'))!), value: await kvData(this.presents!.get(pastName(l, 'value'))!) });
-    }
-    return (this.host = layers);
-  }
-
-  /** Frees GPU-resident presents (host memory is left to the garbage collector). */
-  dispose(): void {
-    for (const t of this.presents?.values() ?? []) if (t.location === 'gpu-buffer') t.dispose();
-  }
-}
-
 /** One row of a forward pass: new tokens after a past cache. */
 interface RowJob {
   past: KvCache | undefined;
@@ -157,72 +88,6 @@ interface RowOutput {
   attention?: ActionAttention;
 }
 
-/** One held cache of the shared sequence plus one single-row chunk of `chunk` tokens at the longest past. */
-function chunkBudgetBytes(dims: ModelDims, maxLength: number, actionLength: number, chunk: number): number {
-  const keep = actionLength + 1;
-  return maxLength * kvBytesPerToken(dims) + estimateForwardBytes(dims, 1, maxLength, Math.max(keep, chunk), keep);
-}
-
-/**
- * The smallest budget a leave-one-out check of sequences up to `maxLength` tokens can honour: one held
- * cache of the shared sequence plus a single-row final chunk carrying the action rows. Below it the scorer
- * still runs, at this bound.
- */
-export function minimumBudgetBytes(dims: ModelDims, maxLength: number, actionLength: number): number {
-  return chunkBudgetBytes(dims, maxLength, actionLength, MIN_CHUNK_TOKENS);
-}
-
-/**
- * The default budget: 64 MiB, unless the check cannot be held to it at all (its smallest chunk needs more,
- * as in a long context whose caches alone exceed it); then what one full chunk at the longest sequence
- * needs. Held to 64 MiB, a 4k-token check of the benchmark's model (which needs ~105 MB at least) crawled
- * in 64-token chunks, hundreds of passes, over budget anyway; with full chunks it takes ~180 MB and half
- * the time.
- */
-export function defaultBatchBytes(dims: ModelDims, maxLength: number, actionLength: number, maxChunkTokens = DEFAULT_MAX_CHUNK_TOKENS): number {
-  const least = minimumBudgetBytes(dims, maxLength, actionLength);
-  if (least <= DEFAULT_MAX_BATCH_BYTES) return DEFAULT_MAX_BATCH_BYTES;
-  return Math.max(least, chunkBudgetBytes(dims, maxLength, actionLength, maxChunkTokens));
-}
-
-/** Refuses a count or byte option that is given but not an integer >= 1 (options arrive untyped from pages and workers). */
-export function checkPositiveIntegerOption(option: string, value: number | undefined): void {
-  if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
-    throw new InvalidOptionsError(`Invalid option ${option}: received ${JSON.stringify(value)}; allowed: an integer >= 1.`, { option });
-  }
-}
-
-function lcp(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
-
-/** Distinct non-empty prefixes of the sequences: the token trie's node count. */
-export function trieMinimumTokens(sequences: ReadonlyArray<readonly number[]>): number {
-  const sorted = [...sequences].sort((a, b) => {
-    const n = lcp(a, b);
-    if (n === a.length || n === b.length) return a.length - b.length;
-    return a[n]! - b[n]!;
-  });
-  let total = 0;
-  sorted.forEach((s, i) => (total += s.length - (i > 0 ? lcp(sorted[i - 1]!, s) : 0)));
-  return total;
-}
-
-async function tensorData(t: Tensor): Promise<ArrayBufferView> {
-  // GPU-resident outputs (preferredOutputLocation 'gpu-buffer') must be downloaded explicitly.
-  if (t.location !== undefined && t.location !== 'cpu' && t.location !== 'cpu-pinned') return (await t.getData(true)) as ArrayBufferView;
-  return t.data as ArrayBufferView;
-}
-
-/** KV output data as stored: float32 values, or float16 bit patterns. */
-async function kvData(t: Tensor): Promise<KvArray> {
-  const data = await tensorData(t);
-  return t.type === 'float16' ? float16Bits(data) : (data as Float32Array);
-}
-
 /** Scores every sequence sharing common token prefixes; same results as scoreSequences, in input order. */
 export async function scoreSequencesShared(
   session: OrtSession,
@@ -233,14 +98,14 @@ export async function scoreSequencesShared(
   checkPositiveIntegerOption('maxBatchBytes', options.maxBatchBytes);
   checkPositiveIntegerOption('maxChunkTokens', options.maxChunkTokens);
   const maxChunk = options.maxChunkTokens ?? DEFAULT_MAX_CHUNK_TOKENS;
-  const full = sequences.map((s) => [...s.context, ...s.action]);
-  const longest = Math.max(0, ...full.map((s) => s.length));
+  const plan = planSharing(sequences);
+  const longest = Math.max(0, ...plan.full.map((s) => s.length));
   const longestAction = Math.max(0, ...sequences.map((s) => s.action.length));
   const n = sequences.length;
   const stats: PrefixScoreStats = {
     computedTokens: 0,
-    trieMinimumTokens: trieMinimumTokens(full),
-    naiveTokens: full.reduce((a, s) => a + s.length, 0),
+    trieMinimumTokens: trieMinimumTokens(plan.full),
+    naiveTokens: plan.full.reduce((a, s) => a + s.length, 0),
     forwardPasses: 0,
     peakEstimatedBytes: 0,
     attendedKeys: 0,
@@ -249,48 +114,7 @@ export async function scoreSequencesShared(
   const results = new Array<ScoreResult>(n);
   if (n === 0) return { results, stats };
 
-  // The first sequence is the one sharing the most with the others (for leave-one-out: `full`).
-  const sharing = full.map((s, i) => full.reduce((a, t, j) => (j === i ? a : a + lcp(s, t)), 0));
-  const first = sharing.indexOf(Math.max(...sharing));
-  const order = [first, ...full.map((_, i) => i).filter((i) => i !== first)];
-
-  const partner = new Array<number>(n).fill(-1);
-  const start = new Array<number>(n).fill(0);
-  const alias = new Array<number>(n).fill(-1);
-  const done: number[] = [];
-  for (const i of order) {
-    let best = -1;
-    let bestLen = 0;
-    for (const j of done) {
-      const l = lcp(full[i]!, full[j]!);
-      if (l > bestLen) {
-        best = j;
-        bestLen = l;
-      }
-    }
-    const s = sequences[i]!;
-    if (best >= 0 && bestLen === full[i]!.length && full[best]!.length === bestLen && s.action.length === sequences[best]!.action.length && !s.withAttention) {
-      alias[i] = best;
-      continue;
-    }
-    // The logits predicting the first action token sit at the last context position: compute from there at least.
-    // Attention rows span the whole sequence, so a sequence that wants them is computed from its start.
-    const limit = s.withAttention ? 0 : Math.max(0, s.context.length - 1);
-    start[i] = Math.min(bestLen, limit);
-    partner[i] = start[i]! > 0 ? best : -1;
-    done.push(i);
-  }
-
-  // Rounds: a sequence runs one round after its partner; caches are dropped when their last dependent ran.
-  const round = new Array<number>(n).fill(0);
-  const dependents = new Array<number>(n).fill(0);
-  for (const i of order) {
-    if (alias[i]! >= 0) continue;
-    if (partner[i]! >= 0) {
-      round[i] = round[partner[i]!]! + 1;
-      dependents[partner[i]!]! += 1;
-    }
-  }
+  const { full, order, partner, start, alias, round, dependents, rounds } = plan;
   const caches = new Map<number, KvCache>();
   const kvTok = kvBytesPerToken(dims);
   const call: Call = {
@@ -303,7 +127,6 @@ export async function scoreSequencesShared(
     pastBuffers: new PastBuffers(),
     signal: options.signal,
   };
-  const rounds = Math.max(...round) + 1;
   try {
     await runRounds();
   } finally {
@@ -349,25 +172,6 @@ export async function scoreSequencesShared(
   }
 }
 
-/**
- * Reusable past-KV inputs of one scoring call, per input name: a pass that copies its rows' pasts into one
- * tensor writes them here, since the copy is dead once the pass ran. Each copy was fresh memory, tens of
- * MB a check, and the garbage collections it triggered cost the most where the heap is large.
- */
-class PastBuffers {
-  private readonly buffers = new Map<string, KvArray>();
-
-  /** A view of `length` elements for `name`, holding whatever the last pass left there. */
-  get(name: string, length: number, float16: boolean): KvArray {
-    let buffer = this.buffers.get(name);
-    if (buffer === undefined || buffer.length < length) {
-      buffer = float16 ? new Uint16Array(length) : new Float32Array(length);
-      this.buffers.set(name, buffer);
-    }
-    return buffer.subarray(0, length);
-  }
-}
-
 /** What every pass of one scoring call shares. */
 interface Call {
   session: OrtSession;
@@ -383,78 +187,41 @@ interface Call {
   signal: AbortSignal | undefined;
 }
 
-/** Runs row jobs in micro-batches under the byte budget; rows too long or too big alone run in chunks. */
+/** The shape the plan sees of a row job. */
+const shapeOf = (j: RowJob): RowShape => ({ pastLength: j.pastLength, newTokens: j.tokens.length, actionLength: j.actionLength });
+
+/** What the plan needs of a call: its budget, chunk size and the bytes held now. */
+const budgetOf = (call: Call): PassBudget => ({ dims: call.dims, budget: call.budget, maxChunk: call.maxChunk, heldBytes: call.heldBytes() });
+
+/** Runs row jobs in the passes the plan groups them into (planPasses). */
 async function runJobs(call: Call, jobs: readonly RowJob[]): Promise<RowOutput[]> {
-  const { dims, budget, maxChunk, heldBytes, stats, signal } = call;
   const outs = new Array<RowOutput>(jobs.length);
-  const ord = jobs.map((_, i) => i).sort((a, b) => jobs[a]!.tokens.length - jobs[b]!.tokens.length);
-  const keepOf = (j: RowJob) => j.actionLength + 1;
-  const cost = (rows: readonly RowJob[]) =>
-    estimateForwardBytes(
-      dims,
-      rows.length,
-      Math.max(...rows.map((j) => j.pastLength)),
-      Math.max(...rows.map((j) => j.tokens.length)),
-      Math.max(...rows.map(keepOf)),
-    ) + heldBytes();
-  let cur: number[] = [];
-  const flush = async () => {
-    if (cur.length === 0) return;
-    signal?.throwIfAborted();
-    const rows = cur.map((i) => jobs[i]!);
-    stats.peakEstimatedBytes = Math.max(stats.peakEstimatedBytes, cost(rows));
-    const res = await forward(call, rows);
-    cur.forEach((i, k) => (outs[i] = res[k]!));
-    cur = [];
-  };
-  for (const i of ord) {
-    const job = jobs[i]!;
-    if ((job.tokens.length > maxChunk || cost([job]) > budget) && job.tokens.length > keepOf(job)) {
-      await flush();
-      outs[i] = await runChunked(call, job);
+  const budget = budgetOf(call);
+  for (const pass of planPasses(budget, jobs.map(shapeOf))) {
+    if (pass.kind === 'chunked') {
+      outs[pass.row] = await runChunked(call, jobs[pass.row]!);
       continue;
     }
-    if (cur.length > 0) {
-      const rows = [...cur.map((k) => jobs[k]!), job];
-      // Rows are padded to the longest: past a PADDING_SLACK of wasted positions, separate passes are cheaper.
-      const padded = rows.length * job.tokens.length;
-      const real = rows.reduce((a, j) => a + j.tokens.length, 0);
-      if (cost(rows) > budget || padded > PADDING_SLACK * real) await flush();
-    }
-    cur.push(i);
+    call.signal?.throwIfAborted();
+    const rows = pass.rows.map((i) => jobs[i]!);
+    call.stats.peakEstimatedBytes = Math.max(call.stats.peakEstimatedBytes, passBytes(budget, rows.map(shapeOf)));
+    const res = await forward(call, rows);
+    pass.rows.forEach((i, k) => (outs[i] = res[k]!));
   }
-  await flush();
   return outs;
 }
 
-/** One row in consecutive chunks, each continuing the previous chunk's cache; the last chunk holds the action rows. */
+/** One row in consecutive chunks (planChunks), each continuing the previous chunk's cache; the last chunk holds the action rows. */
 async function runChunked(call: Call, job: RowJob): Promise<RowOutput> {
-  const { dims, budget, maxChunk, heldBytes, stats, signal } = call;
+  const budget = budgetOf(call);
+  const sizes = planChunks(budget, shapeOf(job));
   let past = job.past;
   let pastLength = job.pastLength;
   let offset = 0;
   const keep = job.actionLength + 1;
-  for (;;) {
-    signal?.throwIfAborted();
-    const remaining = job.tokens.length - offset;
-    // The largest chunk that fits (at least one token; the final one must carry every action row).
-    let size = remaining;
-    const fits = (s: number, k: number) => estimateForwardBytes(dims, 1, pastLength, s, k) + heldBytes() <= budget;
-    // A final chunk shorter than the action rows cannot carry them: below that the budget yields.
-    if (remaining > keep && !fits(remaining, keep)) {
-      let lo = 1;
-      let hi = remaining - keep;
-      while (lo < hi) {
-        const mid = Math.ceil((lo + hi) / 2);
-        if (fits(mid, 1)) lo = mid;
-        else hi = mid - 1;
-      }
-      // Below MIN_CHUNK_TOKENS per-pass overhead dominates; a budget that small is not honoured (minimumBudgetBytes).
-      size = Math.min(Math.max(lo, MIN_CHUNK_TOKENS), remaining - keep);
-    }
-    // Past maxChunk the row goes on in another chunk, leaving at least the action rows for the last one.
-    if (size > maxChunk && remaining > keep) size = Math.max(1, Math.min(maxChunk, remaining - keep));
-    const last = offset + size === job.tokens.length;
+  for (const [index, size] of sizes.entries()) {
+    call.signal?.throwIfAborted();
+    const last = index === sizes.length - 1;
     const row: RowJob = {
       past,
       pastLength,
@@ -465,7 +232,7 @@ async function runChunked(call: Call, job: RowJob): Promise<RowOutput> {
       // The last chunk carries the action rows, so it carries their attention rows too (over the whole cache).
       withAttention: last && job.withAttention,
     };
-    stats.peakEstimatedBytes = Math.max(stats.peakEstimatedBytes, estimateForwardBytes(dims, 1, pastLength, size, last ? keep : 1) + heldBytes());
+    call.stats.peakEstimatedBytes = Math.max(call.stats.peakEstimatedBytes, estimateForwardBytes(call.dims, 1, pastLength, size, last ? keep : 1) + budget.heldBytes);
     let out: RowOutput;
     try {
       [out] = (await forward(call, [row])) as [RowOutput];
@@ -478,6 +245,7 @@ async function runChunked(call: Call, job: RowJob): Promise<RowOutput> {
     pastLength += size;
     offset += size;
   }
+  throw new InferenceError('a chunked row planned no chunks', { tokens: job.tokens.length });
 }
 
 /**
@@ -590,28 +358,10 @@ async function forward(call: Call, rows: readonly RowJob[]): Promise<RowOutput[]
         }),
       );
     }
-    if (j.withAttention && attRows > 0) o.attention = await sliceAttention(out, dims, r, attRows, T, j);
+        // Rows that ask for attention are computed from their start: in a batch they have no past, and the last chunk
+    // of a chunked row runs alone on the whole of its cache, so either way the real columns are the last ones.
+    if (j.withAttention && attRows > 0) o.attention = await sliceAttention(out, dims, { row: r, attentionRows: attRows, width: T, actionLength: j.actionLength, length: j.pastLength + j.tokens.length });
     res.push(o);
   }
   return res;
-}
-
-async function sliceAttention(out: Record<string, Tensor>, dims: ModelDims, r: number, rows: number, T: number, j: RowJob): Promise<ActionAttention> {
-  // Rows that ask for attention are computed from their start: in a batch they have no past, and the last chunk
-  // of a chunked row runs alone on the whole of its cache, so either way the real columns are the last `len`.
-  const n = j.actionLength;
-  const len = j.pastLength + j.tokens.length;
-  const data = new Float32Array(dims.numLayers * dims.numHeads * n * len);
-  for (let l = 0; l < dims.numLayers; l++) {
-    const att = out[`attentions.${l}`];
-    if (!att) throw new Error(`the model has no attentions.${l} output: attention needs the EdgeArmor export extension`);
-    const a = floatValues(await tensorData(att), att.type);
-    for (let h = 0; h < dims.numHeads; h++) {
-      for (let i = 0; i < n; i++) {
-        const src = ((r * dims.numHeads + h) * rows + (rows - n + i)) * T + (T - len);
-        data.set(a.subarray(src, src + len), ((l * dims.numHeads + h) * n + i) * len);
-      }
-    }
-  }
-  return { data, dims: { layers: dims.numLayers, heads: dims.numHeads, rows: n, cols: len } };
 }

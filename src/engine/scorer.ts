@@ -7,6 +7,7 @@
  * the number of variants.
  */
 import type { Tensor } from 'onnxruntime-web';
+import { InferenceError } from '../core/errors.js';
 import { float16Bits, float16ToFloat32 } from './float16.js';
 import type { OrtSession } from './ort-session.js';
 
@@ -217,7 +218,7 @@ async function runBatch(session: OrtSession, dims: ModelDims, seqs: readonly Sco
   const logits = out['logits']!;
   const logitData = floatValues(logits.data as ArrayBufferView, logits.type);
   const [, K, V] = logits.dims as [number, number, number];
-  return seqs.map((s, r) => {
+  return Promise.all(seqs.map(async (s, r) => {
     const n = s.action.length;
     const lp = new Float64Array(n);
     for (let j = 0; j < n; j++) {
@@ -227,32 +228,43 @@ async function runBatch(session: OrtSession, dims: ModelDims, seqs: readonly Sco
     }
     const res: ScoreResult = { tokenLogProbs: lp };
     if (s.withNextToken) res.nextToken = argmaxRow(logitData, (r * K + K - 1) * V, V);
-    if (s.withAttention && rows > 0) res.attention = sliceAttention(out, dims, r, rows, T, s);
+    if (s.withAttention && rows > 0) res.attention = await sliceAttention(out, dims, { row: r, attentionRows: rows, width: T, actionLength: n, length: s.context.length + n });
     return res;
-  });
+  }));
 }
 
-function sliceAttention(
-  out: Record<string, Tensor>,
-  dims: ModelDims,
-  r: number,
-  rows: number,
-  T: number,
-  s: ScoreSequence,
-): ActionAttention {
-  const n = s.action.length;
-  const len = s.context.length + n;
-  const pad = T - len;
+/** An output's data on the host: GPU-resident outputs (preferredOutputLocation 'gpu-buffer') are downloaded explicitly. */
+export async function tensorData(t: Tensor): Promise<ArrayBufferView> {
+  if (t.location !== undefined && t.location !== 'cpu' && t.location !== 'cpu-pinned') return (await t.getData(true)) as ArrayBufferView;
+  return t.data as ArrayBufferView;
+}
+
+/** Where one row's action attention sits in a pass's attentions.N outputs [batch, heads, attentionRows, width]. */
+export interface AttentionSlice {
+  /** The row in the batch. */
+  row: number;
+  /** Attention rows the pass returned (the batch's longest action). */
+  attentionRows: number;
+  /** Key positions of the pass (past + new, padding included). */
+  width: number;
+  /** This row's action tokens: its last rows. */
+  actionLength: number;
+  /** This row's real key positions: the last `length` columns (padding and gaps sit before them). */
+  length: number;
+}
+
+/** The one slicer of attention rows, for the naive and the prefix path: [layers][heads][action rows][real columns]. */
+export async function sliceAttention(out: Record<string, Tensor>, dims: ModelDims, at: AttentionSlice): Promise<ActionAttention> {
+  const { row: r, attentionRows: rows, width: T, actionLength: n, length: len } = at;
   const data = new Float32Array(dims.numLayers * dims.numHeads * n * len);
   for (let l = 0; l < dims.numLayers; l++) {
     const att = out[`attentions.${l}`];
-    if (!att) throw new Error(`the model has no attentions.${l} output: attention needs the EdgeArmor export extension`);
-    const a = att.data as Float32Array;
+    if (!att) throw new InferenceError(`the model has no attentions.${l} output: attention needs the EdgeArmor export extension`, { output: `attentions.${l}` });
+    const a = floatValues(await tensorData(att), att.type);
     for (let h = 0; h < dims.numHeads; h++) {
       for (let i = 0; i < n; i++) {
-        const src = (((r * dims.numHeads + h) * rows + (rows - n + i)) * T) + pad;
-        const dst = ((l * dims.numHeads + h) * n + i) * len;
-        data.set(a.subarray(src, src + len), dst);
+        const src = ((r * dims.numHeads + h) * rows + (rows - n + i)) * T + (T - len);
+        data.set(a.subarray(src, src + len), ((l * dims.numHeads + h) * n + i) * len);
       }
     }
   }

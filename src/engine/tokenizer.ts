@@ -8,6 +8,7 @@
  * role marker itself.
  */
 import { PreTrainedTokenizer } from '@huggingface/transformers';
+import { InferenceError, ModelLoadError } from '../core/errors.js';
 
 /** The JSON files a tokenizer is made of, as parsed objects. */
 export interface TokenizerFiles {
@@ -60,14 +61,14 @@ export function createProxyTokenizer(files: TokenizerFiles): ProxyTokenizer {
     controlId(token) {
       const id = vocab.get(token);
       if (id === undefined || !controlIds.has(id)) {
-        throw new Error(`control token ${JSON.stringify(token)} is not in this tokenizer's added tokens`);
+        throw new ModelLoadError(`control token ${JSON.stringify(token)} is not in this tokenizer's added tokens; allowed: a tokenizer with EdgeArmor's control tokens, or a chat template`, { token });
       }
       return id;
     },
     isControlId: (id) => controlIds.has(id),
     tokenByteLength(id) {
       const n = byteLengths.get(id);
-      if (n === undefined) throw new Error(`token id ${id} is outside the vocabulary (size ${vocab.size})`);
+      if (n === undefined) throw new InferenceError(`token id ${id} is outside the vocabulary (size ${vocab.size})`, { id, vocabSize: vocab.size });
       return n;
     },
     renderChatTemplate: (messages, tools, addGenerationPrompt = false) =>

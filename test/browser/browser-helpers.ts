@@ -12,6 +12,7 @@ import { chromium, type BrowserContext, type ConsoleMessage, type Page } from 'p
 import { build, createServer, preview, type Plugin } from 'vite';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../chromium.config.js';
 import { staticDir } from '../../vite.config.js';
+import { requirement } from '../requirements.js';
 
 export { CHROMIUM_ARGS, CHROMIUM_PATH };
 
@@ -27,7 +28,7 @@ export const MODEL_DIR = HAS_REAL_MODEL ? EMBEDDED_DIR : DEV_DIR;
 /** The model URL the page uses for those files. */
 export const PAGE_MODEL_URL = HAS_REAL_MODEL ? 'models/edgearmor-proxy/' : '/dev-model/';
 /** Whether the browser tests can run here at all. */
-export const CAN_RUN = existsSync(CHROMIUM_PATH) && existsSync(join(MODEL_DIR, 'manifest.json'));
+export const CAN_RUN = requirement(existsSync(CHROMIUM_PATH), `Chromium (${CHROMIUM_PATH})`) && requirement(existsSync(join(MODEL_DIR, 'manifest.json')), `the model (${MODEL_DIR})`);
 
 /** A persistent Chromium context in a fresh profile directory. */
 export interface BrowserHandle {

@@ -8,13 +8,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createNodeGuard } from '../../src/node.js';
 import { embeddedModelDir } from '../../src/engine/files-node.js';
 import { findCase, type GuardCase } from '../../src/scenarios/index.js';
+import { requirement } from '../requirements.js';
 
 const DEMO_SEED = 1;
 const MODEL_TIMEOUT_MS = 120_000;
 
 const input = (c: GuardCase) => ({ messages: c.messages, action: { name: c.action.name, arguments: c.action.arguments }, tools: c.tools });
 
-describe.skipIf(!existsSync(embeddedModelDir()))("the demo's default cases on the embedded model", () => {
+describe.skipIf(!requirement(existsSync(embeddedModelDir()), 'the embedded model'))("the demo's default cases on the embedded model", () => {
   const guard = createNodeGuard({ backends: ['node'] });
   afterAll(() => guard.dispose());
 

@@ -13,6 +13,7 @@ import { createEngine, type ProxyEngine } from '../../src/engine/engine.js';
 import { directoryReader, embeddedModelDir } from '../../src/engine/files-node.js';
 import { loadModelFiles, type ModelFiles } from '../../src/engine/model-files.js';
 import type { Backend } from '../../src/engine/ort-session.js';
+import { requirement } from '../requirements.js';
 
 const MODEL_DIR = embeddedModelDir();
 const GOLDEN_PATH = 'test/fixtures/engine-golden.json';
@@ -58,7 +59,7 @@ async function scoreGolden(engine: ProxyEngine, c: GoldenCase): Promise<Map<stri
   return new Map([...scores.logProbs].map(([k, v]) => [pythonKey(k), v]));
 }
 
-describe.skipIf(!existsSync(MODEL_DIR) || golden.length === 0)('the embedded proxy model', () => {
+describe.skipIf(!requirement(existsSync(MODEL_DIR), 'the embedded model') || golden.length === 0)('the embedded proxy model', () => {
   const files: Partial<Record<'fp32' | 'q4', ModelFiles>> = {};
   beforeAll(async () => {
     files.fp32 = await loadModelFiles(directoryReader(MODEL_DIR), 'fp32');

@@ -11,11 +11,12 @@ import { resolveOptions } from '../../src/core/index.js';
 import { embeddedModelDir } from '../../src/engine/files-node.js';
 import { createNodeGuard } from '../../src/node.js';
 import { cleanFirstCalls } from '../../src/scenarios/index.js';
+import { requirement } from '../requirements.js';
 
 const MODEL_TIMEOUT_MS = 180_000;
 const CASES = 24;
 
-describe.skipIf(!existsSync(embeddedModelDir()))('tool-poisoning checks before any tool result', () => {
+describe.skipIf(!requirement(existsSync(embeddedModelDir()), 'the embedded model'))('tool-poisoning checks before any tool result', () => {
   const guard = createNodeGuard({ backends: ['node'] });
   const asAfter = createNodeGuard({ backends: ['node'], toolPoisoning: { beforeToolResults: { airThreshold: 2.2, leaveOneOutMargin: -0.05 } } });
   afterAll(async () => {

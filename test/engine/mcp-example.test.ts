@@ -10,10 +10,11 @@ import { embeddedModelDir } from '../../src/engine/files-node.js';
 import { createNodeGuard } from '../../src/node.js';
 import type { Verdict } from '../../src/core/verdict.js';
 import { findCase } from '../../src/scenarios/index.js';
+import { requirement } from '../requirements.js';
 
 const MODEL_TIMEOUT_MS = 180_000;
 
-describe.skipIf(!existsSync(embeddedModelDir()))('the guarded MCP client example', () => {
+describe.skipIf(!requirement(existsSync(embeddedModelDir()), 'the embedded model'))('the guarded MCP client example', () => {
   const guard = createNodeGuard({ backends: ['node'] });
   afterAll(() => guard.dispose());
 

@@ -19,6 +19,7 @@ import { completionRequest, parseCompletionResponse, validateRemoteProxyOptions 
 import { createNodeGuard } from '../../src/node.js';
 import { findCase, type GuardCase } from '../../src/scenarios/index.js';
 import { chatmlTokenizerFiles } from './chatml-fixture.js';
+import { requirement } from '../requirements.js';
 
 const MODEL_DIR = embeddedModelDir();
 const MODEL_TIMEOUT_MS = 180_000;
@@ -73,7 +74,7 @@ describe('remote proxy options and responses', () => {
   });
 });
 
-describe.skipIf(!existsSync(resolve(MODEL_DIR, 'manifest.json')))('remote proxy on the local protocol server (embedded model)', () => {
+describe.skipIf(!requirement(existsSync(resolve(MODEL_DIR, 'manifest.json')), `the model (${MODEL_DIR})`))('remote proxy on the local protocol server (embedded model)', () => {
   let engine: ProxyEngine;
   let server: RunningProxyServer;
   const guards: Array<{ dispose(): Promise<void> }> = [];

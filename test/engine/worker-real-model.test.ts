@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createGuard, type WorkerGuard } from '../../src/client/create-guard.js';
 import type { LocalGuard } from '../../src/engine/local-guard.js';
 import { createNodeGuard } from '../../src/node.js';
+import { requirement } from '../requirements.js';
 
 // EDGEARMOR_TEST_MODEL_DIR points this at another model (e.g. .dev-model) before the embedded one exists.
 const MODEL_DIR = process.env['EDGEARMOR_TEST_MODEL_DIR'] ?? fileURLToPath(new URL('../../public/models/edgearmor-proxy', import.meta.url));
@@ -31,7 +32,7 @@ const TRAVEL_CASE = {
   action: { name: 'send_money', arguments: { iban: 'DE89370400440532013000', amount: 500 } },
 };
 
-describe.skipIf(!existsSync(resolve(MODEL_DIR, 'manifest.json')))('guard worker on a real model in a worker_threads Worker', () => {
+describe.skipIf(!requirement(existsSync(resolve(MODEL_DIR, 'manifest.json')), `the model (${MODEL_DIR})`))('guard worker on a real model in a worker_threads Worker', () => {
   let worker: WorkerGuard | undefined;
   let local: LocalGuard | undefined;
 

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findCase } from '../../src/scenarios/index.js';
+import { requirement } from '../requirements.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'src/cli/edgearmor.ts');
@@ -16,7 +17,7 @@ const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const EMBEDDED_MODEL = join(ROOT, 'public/models/edgearmor-proxy');
 const CLI_TIMEOUT_MS = 120_000;
 
-describe.skipIf(!existsSync(EMBEDDED_MODEL))('edgearmor check --json', () => {
+describe.skipIf(!requirement(existsSync(EMBEDDED_MODEL), 'the embedded model'))('edgearmor check --json', () => {
   it('reports mindguard {detected, source_tool, flow, air} per case, the same for flat, OpenAI and MCP tool shapes', () => {
     const c = findCase('travel', 'poisoning', 1)!;
     const tools = c.tools!;
@@ -31,7 +32,7 @@ describe.skipIf(!existsSync(EMBEDDED_MODEL))('edgearmor check --json', () => {
     const records = stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
     expect(records.map((r) => r['id'])).toEqual(['flat', 'openai', 'mcp']);
     for (const r of records) {
-      expect(r).toMatchObject({ reason: 'model', rule: 'causalarmor', user_weight: 2, tau: -0.1 });
+      expect(r).toMatchObject({ schema_version: 1, reason: 'model', rule: 'causalarmor', user_weight: 2, tau: -0.1 });
       const mg = r['mindguard'];
       expect(Object.keys(mg)).toEqual(expect.arrayContaining(['detected', 'source_tool', 'flow', 'air']));
       expect(typeof mg.air).toBe('number');

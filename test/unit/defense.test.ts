@@ -9,7 +9,7 @@ import {
   modelVerdict,
   noUntrustedSpansVerdict,
   notPrivilegedVerdict,
-  preflightVerdict,
+  preflight,
   redactSentences,
   resolveOptions,
   runDefense,
@@ -247,9 +247,18 @@ describe('verdicts', () => {
 
   it('allows non-privileged calls and span-free contexts before scoring, and asks for scoring otherwise', () => {
     const action = INPUT.action;
-    expect(preflightVerdict({ privileged: false, spans: [], action })?.reason).toBe('not-privileged');
-    expect(preflightVerdict({ privileged: true, spans: [], action })?.reason).toBe('no-untrusted-spans');
-    expect(preflightVerdict({ privileged: true, spans: [{ id: 0, messageIndex: 3, toolName: 't' }], action })).toBeNull();
+    const tp = { toolPoisoning: resolveOptions().toolPoisoning };
+    expect(preflight({ privileged: false, spans: [], action, tools: [] }, tp)?.reason).toBe('not-privileged');
+    expect(preflight({ privileged: true, spans: [], action, tools: [] }, tp)?.reason).toBe('no-untrusted-spans');
+    expect(preflight({ privileged: true, spans: [{ id: 0, messageIndex: 3, toolName: 't' }], action, tools: [] }, tp)).toBeNull();
+  });
+
+  it('scores a first call (no tool result yet) when the input lists tools, since a poisoned description can drive it', () => {
+    const action = INPUT.action;
+    const tools = [{ name: 'send_money', description: 'Sends money.', parameters: {} }];
+    expect(preflight({ privileged: true, spans: [], action, tools }, { toolPoisoning: resolveOptions().toolPoisoning })).toBeNull();
+    const off = resolveOptions({ toolPoisoning: { leaveOneOut: false, attention: false } });
+    expect(preflight({ privileged: true, spans: [], action, tools }, off)?.reason).toBe('no-untrusted-spans');
   });
 
   it('blocks a privileged call on failure by default and follows onError "allow" when set', () => {

@@ -20,6 +20,7 @@ import {
   serializeError,
   WorkerCrashedError,
 } from '../../src/core/index.js';
+import { MindGuardError, resolveMindGuardOptions } from '../../src/core/mindguard/index.js';
 
 describe('error wire format', () => {
   const samples: EdgeArmorError[] = [
@@ -78,5 +79,22 @@ describe('error wire format', () => {
     expect(back).toBeInstanceOf(InternalError);
     expect(back.details).toMatchObject({ originalCode: 'future-code' });
     expect(deserializeError(42)).toBeInstanceOf(InternalError);
+  });
+
+  it('makes MindGuard failures EdgeArmorErrors with a code, which keep their class across the wire', () => {
+    const thrown = (() => {
+      try {
+        resolveMindGuardOptions({ airThreshold: -1 });
+      } catch (e) {
+        return e;
+      }
+      return null;
+    })();
+    expect(thrown).toBeInstanceOf(MindGuardError);
+    expect(thrown).toBeInstanceOf(EdgeArmorError);
+    expect(thrown).toMatchObject({ name: 'MindGuardError', code: 'invalid-options', details: { option: 'airThreshold' } });
+    const back = deserializeError(structuredClone(serializeError(thrown)));
+    expect(back).toBeInstanceOf(MindGuardError);
+    expect(back).toMatchObject({ name: 'MindGuardError', code: 'invalid-options', message: (thrown as Error).message });
   });
 });

@@ -5,7 +5,6 @@ import {
   mergeOptions,
   optionsFromEnv,
   resolveOptions,
-  resolveOptionSources,
   type GuardOptions,
 } from '../../src/core/index.js';
 
@@ -54,11 +53,25 @@ describe('resolveOptions', () => {
     expect(() => resolveOptions({ userWeight: -1 })).toThrow(/userWeight: received -1; allowed: a number >= 0/);
     expect(() => resolveOptions({ userWeight: '2' as never })).toThrow(/userWeight: received "2"; allowed: a finite number/);
     expect(() => resolveOptions({ timeoutMs: -1 })).toThrow(/timeoutMs.*integer >= 1/);
-    expect(() => resolveOptions({ defense: { maxRegenerations: 1.5 } })).toThrow(/defense.maxRegenerations/);
+    expect(() => resolveOptions({ defense: { maxRegenerations: 1.5 } })).toThrow('Invalid option defense.maxRegenerations: received 1.5; allowed: an integer >= 0.');
+    expect(() => resolveOptions({ defense: [] as never })).toThrow('Invalid option defense: received array; allowed: an object.');
+    expect(() => resolveOptions({ privilegedTools: ['send_money', ''] })).toThrow(/Invalid option privilegedTools: received array; allowed: an array of non-empty tool names\./);
+    expect(() => resolveOptions({ maxContextTokens: 0 })).toThrow('Invalid option maxContextTokens: received 0; allowed: an integer >= 1.');
+    expect(() => resolveOptions({ edgearmorRule: { nameWeight: 0, argumentsWeight: 0 } })).toThrow('Invalid option edgearmorRule: nameWeight and argumentsWeight are both 0; at least one must be > 0.');
+    expect(() => resolveOptions({ toolPoisoning: { mindguard: { airThreshold: -1 } } })).toThrow(/^Invalid option toolPoisoning.mindguard: Invalid MindGuard option airThreshold: -1/);
+    expect(() => resolveOptions('tau=1' as never)).toThrow('Invalid option options: received "tau=1"; allowed: an object.');
+  });
+
+  it('fills defaults for null or absent nullable options, and keeps given ones', () => {
+    expect(resolveOptions({ maxContextTokens: null, defense: { maxRedactedSentences: null } })).toMatchObject({ maxContextTokens: null, defense: { maxRedactedSentences: null } });
+    expect(resolveOptions({ maxContextTokens: 512, defense: { maxRedactedSentences: 3 } })).toMatchObject({ maxContextTokens: 512, defense: { maxRedactedSentences: 3, maxRegenerations: 2 } });
+    expect(resolveOptions({ toolPoisoning: { mindguard: { airThreshold: 0.5 } } }).toolPoisoning.mindguard.airThreshold).toBe(0.5);
+    expect(resolveOptions().toolPoisoning.mindguard.airThreshold).toBe(2.2);
   });
 
   it('rejects unknown option names and lists the known ones', () => {
     expect(() => resolveOptions({ margin_tau: 1 } as never)).toThrow(/Unknown option margin_tau; known options are tau, userWeight, rule/);
+    expect(() => resolveOptions({ defense: { retries: 1 } } as never)).toThrow(/Unknown option defense.retries; known options are maxRegenerations, sanitize/);
   });
 });
 
@@ -100,11 +113,14 @@ describe('optionsFromEnv', () => {
 
 describe('option precedence', () => {
   it('takes flags over environment over config file over defaults, merging nested groups key by key', () => {
-    const resolved = resolveOptionSources({
-      flags: { tau: 3 },
-      env: { EDGEARMOR_TAU: '2', EDGEARMOR_ON_ERROR: 'allow', EDGEARMOR_MAX_REGENERATIONS: '5' },
-      config: { tau: 1, onError: 'block', userRequest: 'last', defense: { sanitize: false, maxRegenerations: 1 } },
-    });
+    // The CLI's layering (src/cli/flags.ts): flags, then the environment, then the config file.
+    const resolved = resolveOptions(
+      mergeOptions(
+        { tau: 3 },
+        optionsFromEnv({ EDGEARMOR_TAU: '2', EDGEARMOR_ON_ERROR: 'allow', EDGEARMOR_MAX_REGENERATIONS: '5' }),
+        { tau: 1, onError: 'block', userRequest: 'last', defense: { sanitize: false, maxRegenerations: 1 } },
+      ),
+    );
     expect(resolved.tau).toBe(3);
     expect(resolved.onError).toBe('allow');
     expect(resolved.userRequest).toBe('last');

@@ -8,6 +8,7 @@ import { createGuard, type CreateGuardOptions, type WorkerGuard } from '../../sr
 import { createWorkerService, planBackends } from '../../src/client/worker-service.js';
 import { DeviceLostError, DisposedError, GuardAbortedError, IntegrityError, InvalidInputError, ModelLoadError, OutOfMemoryError, WorkerCrashedError } from '../../src/core/errors.js';
 import { failureVerdict } from '../../src/core/verdict.js';
+import { parseGuardInput } from '../../src/core/adapters.js';
 import { resolveOptions } from '../../src/core/options.js';
 import type { GuardProgress, GuardStatus } from '../../src/core/guard-api.js';
 import type { GuardOptions } from '../../src/core/options.js';
@@ -42,16 +43,20 @@ function guardCase(args: Record<string, string>): unknown {
 
 interface FakeWorld {
   inits: number;
+  /** The runtime each fake guard was made with. */
+  runtimes: LocalGuardRuntime[];
   cancelled: string[];
   releaseHeld: Array<() => void>;
 }
 
 /** A fake LocalGuard: the protocol is real, the model is not. */
-function fakeGuardFactory(world: FakeWorld, load: 'ok' | 'integrity') {
+function fakeGuardFactory(world: FakeWorld, load: 'ok' | 'integrity' | 'held') {
   return (_options: GuardOptions, runtime: LocalGuardRuntime): LocalGuard => {
     world.inits += 1;
+    world.runtimes.push(runtime);
     const ready = (async () => {
       for (const file of ['config.json', 'tokenizer.json', 'onnx/model_q4.onnx']) runtime.onProgress?.({ type: 'verified', file, bytes: 10 });
+      if (load === 'held') await new Promise<void>((resolve) => world.releaseHeld.push(resolve));
       if (load === 'integrity') throw new IntegrityError('model file hash mismatch for "onnx/model_q4.onnx": this may indicate tampering', { file: 'onnx/model_q4.onnx' });
       runtime.onProgress?.({ type: 'session', backend: 'node' });
       runtime.onProgress?.({ type: 'ready', status: READY_STATUS });
@@ -62,7 +67,11 @@ function fakeGuardFactory(world: FakeWorld, load: 'ok' | 'integrity') {
       ready,
       status: async () => READY_STATUS,
       async check(raw, opts = {}) {
-        const args = (raw as { action: { arguments: Record<string, string> } }).action.arguments;
+        // Like the real guard: the worker validates the input, and a model that failed to load gets the failure policy.
+        const input = parseGuardInput(raw);
+        const loadError = await ready.then(() => null, (e: unknown) => e);
+        if (loadError !== null) return failureVerdict(loadError, resolveOptions({}), true);
+        const args = input.action.arguments as Record<string, string>;
         const tag = args['tag'] ?? '';
         if (args['mode'] === 'invalid') throw new InvalidInputError('input.action.arguments.amount: received "lots"; allowed: a number.', { where: 'amount' });
         if (args['mode'] === 'load') throw new ModelLoadError('cannot read model file', { file: 'config.json' });
@@ -99,8 +108,8 @@ interface Harness {
 
 const open: WorkerGuard[] = [];
 
-function harness(options: { load?: 'ok' | 'integrity'; guard?: GuardOptions; singleWorker?: boolean; stuckWorkerGraceMs?: number } = {}): Harness {
-  const world: FakeWorld = { inits: 0, cancelled: [], releaseHeld: [] };
+function harness(options: { load?: 'ok' | 'integrity' | 'held'; guard?: CreateGuardOptions; singleWorker?: boolean; stuckWorkerGraceMs?: number } = {}): Harness {
+  const world: FakeWorld = { inits: 0, runtimes: [], cancelled: [], releaseHeld: [] };
   const workerPorts: MessagePort[] = [];
   const progress: GuardProgress[] = [];
   const makeWorker = () => {
@@ -155,12 +164,31 @@ describe('worker protocol over a MessageChannel', () => {
     expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'integrity-mismatch' } });
   });
 
-  it('rejects invalid input on the client before it reaches the worker', async () => {
+  it('rejects invalid input while the model is still loading, and answers valid input once it has loaded', async () => {
+    const h = harness({ load: 'held' });
+    await expect(h.guard.check({ messages: 'nope', action: { name: 'x' } })).rejects.toBeInstanceOf(InvalidInputError);
+    const pending = h.guard.check(guardCase({ tag: 'after-load' }));
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(1));
+    h.world.releaseHeld[0]!();
+    expect((await pending).message).toBe('after-load');
+  });
+
+  it('hands the runtime options to the guard in the worker under the names the caller used', async () => {
+    const h = harness({ guard: { modelVariant: 'fp32', scoring: 'naive', maxBatchTokens: 512, chatTemplate: '{{ messages }}', tau: 0.2 } });
+    await h.guard.ready;
+    const runtime = h.world.runtimes[0]!;
+    expect(runtime).toMatchObject({ modelVariant: 'fp32', scoring: 'naive', maxBatchTokens: 512, chatTemplate: '{{ messages }}', backends: ['node', 'wasm'] });
+    expect(runtime).not.toHaveProperty('tau');
+  });
+
+  it('rejects invalid input with the InvalidInputError the worker raised, and input that cannot cross to the worker on this side', async () => {
     const h = harness();
     await expect(h.guard.check({ messages: 'nope', action: { name: 'x' } })).rejects.toBeInstanceOf(InvalidInputError);
     const cyclic: Record<string, unknown> = { name: 'send_money' };
     cyclic['arguments'] = { self: cyclic };
     await expect(h.guard.check({ ...(guardCase({}) as object), action: cyclic })).rejects.toMatchObject({ code: 'invalid-input' });
+    const withFunction = { ...(guardCase({}) as object), action: { name: 'send_money', arguments: { callback: () => 1 } } };
+    await expect(h.guard.check(withFunction)).rejects.toMatchObject({ name: 'InvalidInputError', code: 'invalid-input', message: expect.stringContaining('cannot be sent to the worker') });
   });
 
   it('gives each of many concurrent checks its own answer', async () => {
@@ -182,8 +210,8 @@ describe('worker protocol over a MessageChannel', () => {
     const h = harness();
     await h.guard.ready;
     const controller = new AbortController();
-    const pending = h.guard.check(guardCase({ tag: 'slow', mode: 'hang' }), { signal: controller.signal });
-    await vi.waitFor(() => expect(h.world.inits).toBe(1));
+    const pending = h.guard.check(guardCase({ tag: 'slow', mode: 'held' }), { signal: controller.signal });
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(1));
     controller.abort();
     await expect(pending).rejects.toBeInstanceOf(GuardAbortedError);
     await vi.waitFor(() => expect(h.world.cancelled).toEqual(['slow']));
