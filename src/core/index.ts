@@ -13,3 +13,4 @@ export * from './verdict.js';
 export * from './defense.js';
 export type * from './guard-api.js';
 export * from './tool-poisoning.js';
+export * from './webgpu-adapter.js';
