@@ -14,3 +14,4 @@ export * from './defense.js';
 export type * from './guard-api.js';
 export * from './tool-poisoning.js';
 export * from './webgpu-adapter.js';
+export * from './explain.js';
