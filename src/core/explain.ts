@@ -36,11 +36,19 @@ export function verdictFindings(v: Verdict): VerdictFinding[] {
     });
   }
   const tp = v.toolPoisoning;
-  for (const t of tp?.leaveOneOut?.tools.filter((x) => x.flagged) ?? []) {
+  const descriptions = tp?.leaveOneOut?.tools.filter((x) => x.flagged) ?? [];
+  if (descriptions.length > 0) {
+    const one = descriptions.length === 1;
+    const names = descriptions.map((t) => t.tool).join(', ');
+    const userDelta = a?.user.normalizedDelta ?? null;
+    // A negative dU (the call likelier without the user's request) lowers the descriptions' bar: say so, it explains small flagged deltas.
+    const low = userDelta !== null && userDelta < 0 ? ` The user's request itself makes this call less likely (dU ${num(userDelta)}), which lowers that bar.` : '';
     out.push({
       kind: 'description',
-      label: `poisoned tool description: ${t.tool}`,
-      sentence: `Removing the description of ${t.tool} lowers the call's log-probability by ${num(t.normalizedDelta)} a token, more than the rule allows against the user's request: that description steers the call (a poisoned tool description).`,
+      label: `poisoned tool description${one ? '' : 's'}: ${names}`,
+      sentence: one
+        ? `Removing the description of ${names} lowers the call's log-probability by ${num(descriptions[0]!.normalizedDelta)} a token, more than the rule allows against the user's request: that description steers the call (a poisoned tool description).${low}`
+        : `Removing the description of ${descriptions.map((t) => `${t.tool} (${num(t.normalizedDelta)})`).join(', ')} each lowers the call's log-probability more than the rule allows against the user's request: those descriptions steer the call (poisoned tool descriptions).${low}`,
     });
   }
   const mg = tp?.attention;

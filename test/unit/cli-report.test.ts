@@ -109,6 +109,17 @@ describe('edgearmor check: the table', () => {
     expect(verdictTable('c', INPUT, verdict())).not.toContain('FLAGGED');
   });
 
+  it('groups several flagged descriptions into one finding and says when a negative dU lowered their bar', () => {
+    const v = verdict({ descriptionFlagged: true });
+    const a = v.attribution!;
+    (a.user as { normalizedDelta: number }).normalizedDelta = -0.08;
+    const tools = v.toolPoisoning!.leaveOneOut!.tools;
+    tools.push({ ...tools[0]!, tool: 'send_email', normalizedDelta: 0.02 });
+    expect(verdictTable('c1', INPUT, v).split('\n')[0]).toContain(`(poisoned tool descriptions: ${LONG_TOOL}, send_email)`);
+    expect(explainVerdict(INPUT, v)).toContain(`Removing the description of ${LONG_TOOL} (0.400), send_email (0.020) each lowers`);
+    expect(explainVerdict(INPUT, v)).toContain("The user's request itself makes this call less likely (dU -0.080), which lowers that bar.");
+  });
+
   it('shows what truncation cut to fit the context window', () => {
     expect(verdictTable('c1', INPUT, verdict({ truncated: true }))).toContain("truncated to fit the proxy's context window: tool definitions dropped; msg 2 lost 310 tokens");
   });
