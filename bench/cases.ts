@@ -184,7 +184,7 @@ export async function timedInterleaved<K extends string>(reps: number, fns: Reco
 
 /**
  * The backend's matmul throughput (GFLOP/s) on the model's own MLP shape [m, d] x [d, ffn], on a session
- * `open` creates of bench/make_bench_model.py's matmul.onnx (released afterwards).
+ * `open` creates of bench/bench-model.ts's matmul.onnx (released afterwards).
  */
 export async function matmulPeakGflops(open: () => Promise<OrtSession>, dims: ModelDims, m: number): Promise<number> {
   const session = await open();

@@ -21,6 +21,7 @@ import type { ModelDims } from '../src/engine/scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from '../src/engine/tokenizer.js';
 import { CHROMIUM_PATH } from '../chromium.config.js';
 import { peakRssDelta } from './memory.js';
+import { writeBenchModel } from './bench-model.js';
 import type { AdapterInfo, DawnBenchRequest, DawnBenchResult } from './dawn.js';
 import { benchCase, buildCase, matmulPeakGflops, PATHS, syntheticCase, type BenchCase, type BenchSession, type CaseResult, type CaseSpec, type PathName } from './cases.js';
 
@@ -227,7 +228,7 @@ async function main(): Promise<void> {
   const probeIdx = args.indexOf('--probe');
   if (probeIdx >= 0) return probe(args[probeIdx + 1] as NodeBackendName, args[probeIdx + 2] as PathName, args[probeIdx + 3]!);
   if (!existsSync(`${MODEL_DIR}onnx/matmul.onnx`)) {
-    execFileSync('/usr/bin/python3', [`${ROOT}bench/make_bench_model.py`, MODEL_DIR], { stdio: 'inherit' });
+    writeBenchModel(MODEL_DIR);
   }
   const bIdx = args.indexOf('--backends');
   const known = [...Object.keys(NODE_BACKENDS), ...Object.keys(BROWSER_BACKENDS), DAWN_BACKEND];

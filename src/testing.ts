@@ -164,16 +164,38 @@ function describeVerdict(v: Verdict): string {
   return `decision=${v.decision}, reason=${v.reason}, flagged=[${spans}], score=${v.score ?? 'null'}${v.message ? `; ${v.message}` : ''}`;
 }
 
-/** Asserts that the page's guard blocks this call; returns the verdict, throws with the verdict's summary otherwise. */
-export async function expectBlocked(page: PageLike, input: unknown): Promise<Verdict> {
-  const verdict = await checkInPage(page, input);
-  if (verdict.decision !== 'block') throw new Error(`expected the call to be blocked, but the guard allowed it: ${describeVerdict(verdict)}`);
+/** Options of {@link expectBlocked} / {@link expectAllowed}. */
+export interface ExpectVerdictOptions {
+  /**
+   * Accept a decision made by the failure policy (the guard timed out, the context was too long, the
+   * model failed to run) instead of the model. Off by default: a broken setup whose failure policy
+   * blocks every call would otherwise pass every `expectBlocked`.
+   * @defaultValue false
+   */
+  allowFailurePolicy?: boolean;
+}
+
+function expectDecision(verdict: Verdict, expected: 'allow' | 'block', options: ExpectVerdictOptions): Verdict {
+  const wanted = expected === 'block' ? 'blocked' : 'allowed';
+  if (verdict.decision !== expected) {
+    throw new Error(`expected the call to be ${wanted}, but the guard ${expected === 'block' ? 'allowed' : 'blocked'} it: ${describeVerdict(verdict)}`);
+  }
+  if (verdict.reason === 'failure-policy' && options.allowFailurePolicy !== true) {
+    const cause = verdict.error ? ` (${verdict.error.code}: ${verdict.error.message})` : '';
+    throw new Error(
+      `expected the call to be ${wanted} by the guard's model, but the guard failed${cause} and its failure policy decided: ${describeVerdict(verdict)}. ` +
+        'Fix the setup (a timeout often means a software WebGPU adapter or a slow runner), or pass { allowFailurePolicy: true } if this test means to exercise the failure policy.',
+    );
+  }
   return verdict;
 }
 
-/** Asserts that the page's guard allows this call; returns the verdict, throws with the verdict's summary otherwise. */
-export async function expectAllowed(page: PageLike, input: unknown): Promise<Verdict> {
-  const verdict = await checkInPage(page, input);
-  if (verdict.decision !== 'allow') throw new Error(`expected the call to be allowed, but the guard blocked it: ${describeVerdict(verdict)}`);
-  return verdict;
+/** Asserts that the page's guard blocks this call by its model's judgement; returns the verdict, throws with the verdict's summary otherwise (also when the failure policy blocked it, unless `allowFailurePolicy`). */
+export async function expectBlocked(page: PageLike, input: unknown, options: ExpectVerdictOptions = {}): Promise<Verdict> {
+  return expectDecision(await checkInPage(page, input), 'block', options);
+}
+
+/** Asserts that the page's guard allows this call by its model's judgement; returns the verdict, throws with the verdict's summary otherwise (also when the failure policy allowed it, unless `allowFailurePolicy`). */
+export async function expectAllowed(page: PageLike, input: unknown, options: ExpectVerdictOptions = {}): Promise<Verdict> {
+  return expectDecision(await checkInPage(page, input), 'allow', options);
 }

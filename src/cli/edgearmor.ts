@@ -14,6 +14,7 @@ import type { GuardInput } from '../core/types.js';
 import type { ToolPoisoningVerdict } from '../core/tool-poisoning.js';
 import type { Verdict } from '../core/verdict.js';
 import type { HubTreeEntry } from '../engine/files-node.js';
+import { explainVerdict, verdictTable } from './report.js';
 
 const USAGE = `usage: edgearmor check <cases.json|cases.jsonl> [options]
        edgearmor eval <cases.jsonl> [...] [options]   (see edgearmor eval --help)
@@ -23,6 +24,7 @@ embedded proxy model and prints the verdict with its log-probs and normalised de
 
 options:
   --json                     one JSON object per case (JSON Lines)
+  --explain                  a short plain-language reason per case (with --json: an "explanation" field)
   --model <dir>              a model directory (default: the embedded model)
   --variant <q4|fp32|fp16|q4f16>  model file variant (default q4)
   --config <file>            options file (default ./edgearmor.config.json when present)
@@ -146,35 +148,7 @@ function toolPoisoningRecord(tp: ToolPoisoningVerdict): Record<string, unknown> 
   };
 }
 
-function fmt(n: number, width: number): string {
-  return (Number.isFinite(n) ? n.toFixed(3) : String(n)).padStart(width);
-}
-
-/** The human-readable table of one verdict. */
-export function verdictTable(id: string, input: GuardInput, v: Verdict): string {
-  const head = `case ${id}: ${v.decision.toUpperCase()} (${v.detected ? 'injection detected' : v.reason === 'model' ? 'no span drives the call' : v.reason}) -> ${input.action.name}`;
-  const a = v.attribution;
-  if (!a) return `${head}${v.error ? `\n  error: ${v.error.code}: ${v.error.message}` : ''}\n`;
-  const rows = [`  ${'variant'.padEnd(34)}${'log P(action)'.padStart(14)}${'raw delta'.padStart(11)}${'norm delta'.padStart(12)}`];
-  for (const x of a.variants.filter((v) => v.kind !== 'no-tool')) {
-    let label: string = x.id;
-    const span = x.kind === 'no-span' ? a.spans.find((s) => `no-span:${s.spanId}` === x.id) : undefined;
-    if (x.id === 'no-user') label = 'without user request';
-    if (span) label = `without ${span.toolName ?? 'tool'} result (msg ${span.messageIndex})`;
-    const flag = span?.flagged ? '  FLAGGED' : '';
-    rows.push(`  ${label.slice(0, 33).padEnd(34)}${fmt(x.logProb, 14)}${x.id === 'full' ? '' : fmt(x.rawDelta, 11) + fmt(x.normalizedDelta, 12)}${flag}`);
-  }
-  const tp = v.toolPoisoning;
-  if (tp) {
-    for (const t of tp.leaveOneOut?.tools ?? []) {
-      rows.push(`  ${`without ${t.tool} description`.slice(0, 33).padEnd(34)}${fmt(t.logProb, 14)}${fmt(t.rawDelta, 11)}${fmt(t.normalizedDelta, 12)}${t.flagged ? '  FLAGGED' : ''}`);
-    }
-    const air = tp.air === null ? 'n/a' : fmt(tp.air, 0);
-    rows.push(`  tool poisoning: ${tp.detected ? `DETECTED in ${tp.sourceTool} (${tp.flow} flow)` : 'none'}; MindGuard max AIR ${air}${tp.unavailable.length ? `; ${tp.unavailable.join('; ')}` : ''}`);
-  }
-  const rule = a.userWeight === null ? `rule ${a.rule}` : `rule ${a.rule} (flag when dS > ${a.userWeight} x dU - tau)`;
-  return `${head}\n  ${rule}, tau ${a.tau}, ${a.actionTokenCount} action tokens, ${v.backend ?? ''} ${v.proxy ?? ''}\n${rows.join('\n')}\n`;
-}
+export { explainVerdict, verdictTable } from './report.js';
 
 async function check(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -182,6 +156,7 @@ async function check(args: string[]): Promise<void> {
     allowPositionals: true,
     options: {
       json: { type: 'boolean' },
+      explain: { type: 'boolean' },
       ...GUARD_FLAGS,
       help: { type: 'boolean', short: 'h' },
     },
@@ -200,7 +175,8 @@ async function check(args: string[]): Promise<void> {
   await guard.ready;
   for (const c of cases) {
     const verdict = await guard.check(c.input);
-    process.stdout.write(values.json ? `${JSON.stringify(verdictRecord(c.id, verdict))}\n` : verdictTable(c.id, c.input, verdict));
+    const record = values.json ? { ...verdictRecord(c.id, verdict), ...(values.explain ? { explanation: explainVerdict(c.input, verdict) } : {}) } : null;
+    process.stdout.write(record ? `${JSON.stringify(record)}\n` : verdictTable(c.id, c.input, verdict, { explain: values.explain === true }));
   }
   await guard.dispose();
 }

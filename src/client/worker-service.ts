@@ -6,6 +6,7 @@ import { releaseProxy } from 'comlink';
 import { BackendUnavailableError, GuardAbortedError, IntegrityError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
+import { softwareAdapterReason, type WebGpuAdapterLike } from '../core/webgpu-adapter.js';
 import { createBrowserReader, type BrowserFileReader } from '../engine/files-browser.js';
 import { createLocalGuard, type LocalGuard, type LocalGuardRuntime } from '../engine/local-guard.js';
 import { withManifest, type FileReader } from '../engine/model-files.js';
@@ -41,14 +42,18 @@ const NOT_LOADED: GuardStatus = Object.freeze({
   scoring: null,
 }) as GuardStatus;
 
-async function webgpuUnavailableReason(gpu: WorkerServiceDeps['gpu']): Promise<string | null> {
-  if (gpu === undefined || gpu === null) return 'navigator.gpu is undefined';
+/** Why WebGPU cannot be used ('unavailable') or should not be under 'auto' ('software'), or null for a real GPU. */
+async function webgpuProblem(gpu: WorkerServiceDeps['gpu']): Promise<{ kind: 'unavailable' | 'software'; reason: string } | null> {
+  if (gpu === undefined || gpu === null) return { kind: 'unavailable', reason: 'navigator.gpu is undefined' };
+  let adapter: unknown;
   try {
-    const adapter = await gpu.requestAdapter();
-    return adapter ? null : 'navigator.gpu.requestAdapter() returned null';
+    adapter = await gpu.requestAdapter();
   } catch (e) {
-    return `navigator.gpu.requestAdapter() threw: ${(e as Error).message}`;
+    return { kind: 'unavailable', reason: `navigator.gpu.requestAdapter() threw: ${(e as Error).message}` };
   }
+  if (!adapter) return { kind: 'unavailable', reason: 'navigator.gpu.requestAdapter() returned null' };
+  const software = typeof adapter === 'object' ? softwareAdapterReason(adapter as WebGpuAdapterLike) : null;
+  return software === null ? null : { kind: 'software', reason: software };
 }
 
 /** Turns a backend preference into the ordered backends to try, checking WebGPU for an adapter first. */
@@ -62,14 +67,17 @@ export async function planBackends(preference: BackendPreference, env: { isNode:
   }
   if (env.isNode) return { backends: preference === 'auto' ? ['node', 'wasm'] : [preference as Backend], fallbackReason: null };
   if (preference === 'wasm') return { backends: ['wasm'], fallbackReason: null };
-  const reason = await webgpuUnavailableReason(env.gpu);
+  const problem = await webgpuProblem(env.gpu);
   if (preference === 'webgpu') {
-    if (reason !== null) {
-      throw new BackendUnavailableError(`WebGPU was requested but is unavailable: ${reason}.`, { causes: [{ backend: 'webgpu', message: reason }] });
+    // An explicit 'webgpu' is honoured on a software adapter: the caller asked for that code path.
+    if (problem?.kind === 'unavailable') {
+      throw new BackendUnavailableError(`WebGPU was requested but is unavailable: ${problem.reason}.`, { causes: [{ backend: 'webgpu', message: problem.reason }] });
     }
     return { backends: ['webgpu'], fallbackReason: null };
   }
-  return reason === null ? { backends: ['webgpu', 'wasm'], fallbackReason: null } : { backends: ['wasm'], fallbackReason: `WebGPU: ${reason}` };
+  if (problem === null) return { backends: ['webgpu', 'wasm'], fallbackReason: null };
+  const why = problem.kind === 'software' ? `${problem.reason}, which runs on the CPU slower than WASM; pass backend: 'webgpu' to use it anyway` : problem.reason;
+  return { backends: ['wasm'], fallbackReason: `WebGPU: ${why}` };
 }
 
 /** Creates the service a worker exposes with `Comlink.expose`. */

@@ -14,3 +14,5 @@ export * from './judge.js';
 export * from './defense.js';
 export type * from './guard-api.js';
 export * from './tool-poisoning.js';
+export * from './webgpu-adapter.js';
+export * from './explain.js';

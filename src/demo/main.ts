@@ -10,6 +10,7 @@ import { sentenceAblations, splitSentences, type DefenseResult, type SentenceRan
 import { serializeError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { Verdict } from '../core/verdict.js';
+import { explainVerdict, verdictFindings, verdictHeadline } from '../core/explain.js';
 import { DOMAINS, findCase, type GuardCase, type Message, type ScenarioPick, type ToolCall } from '../scenarios/index.js';
 import { modelUrlFromPage, ortWasmPaths } from './page-config.js';
 import { attributionChart, h, mindGuardView, sentenceShading } from './views.js';
@@ -139,7 +140,9 @@ function loadScenario(): void {
 }
 
 function callText(call: { name: string; arguments: unknown }): string {
-  return `${call.name}(${JSON.stringify(call.arguments)})`;
+  // Newlines inside argument strings are shown as line breaks, not as JSON's escaped "\n" (an escaped backslash stays).
+  const json = JSON.stringify(call.arguments).replace(/(?<!\\)((?:\\\\)*)\\n/g, '$1\n');
+  return `${call.name}(${json})`;
 }
 
 function chatItem(m: Message, index: number): HTMLElement {
@@ -154,22 +157,23 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---- verdict views ------------------------------------------------------------------------
 
-function renderVerdict(v: Verdict): void {
+function renderVerdict(v: Verdict, input: Conversation): void {
   const el = $('verdict');
   el.dataset['decision'] = v.decision;
   el.dataset['detected'] = String(v.detected);
-  const icon = v.decision === 'block' ? '⛔ Blocked' : '✅ Allowed';
-  const tp = v.toolPoisoning;
+  const findings = v.reason === 'model' ? verdictFindings(v) : [];
+  // Words, not emoji: the decision reads the same on systems without an emoji font.
   el.replaceChildren(
-    h('p', { class: `decision ${v.decision}` }, h('strong', {}, icon), ` — reason: ${v.reason}${v.detected ? ', injection detected' : ''}`),
-    ...(v.flagged.length ? [h('p', {}, `Flagged: ${v.flagged.map((f) => `${f.toolName ?? 'tool'} result (message ${f.messageIndex})`).join(', ')}`)] : []),
-    ...(tp?.detected ? [h('p', {}, `Tool poisoning: ${tp.sourceTool ?? '?'} (${tp.flow ?? '?'} flow)`)] : []),
-    ...(v.score !== null ? [h('p', {}, `Score ${v.score.toFixed(3)} on ${v.backend ?? '?'}`)] : []),
+    h('p', { class: `decision ${v.decision}` }, h('strong', { class: 'badge' }, v.decision === 'block' ? 'Blocked' : 'Allowed'), ` ${verdictHeadline(v, findings)}`),
+    ...(findings.length ? [h('ul', { class: 'findings' }, ...findings.map((f) => h('li', { 'data-kind': f.kind }, f.label)))] : []),
+    h('p', { class: 'explain' }, explainVerdict(input as Parameters<typeof explainVerdict>[0], v)),
+    ...(v.score !== null ? [h('p', { class: 'muted' }, `Score ${v.score.toFixed(3)} on ${v.backend ?? '?'}`)] : []),
     ...(v.message ? [h('p', { class: 'muted' }, v.message)] : []),
   );
-  $('chart').replaceChildren(attributionChart(v));
+  $('chart').replaceChildren(attributionChart(v, { beforeToolResults: input.messages.every((m) => m.role !== 'tool') }));
+  const tp = v.toolPoisoning;
   const mg = tp?.attention;
-  $('mindguard').replaceChildren(mg ? mindGuardView(mg) : h('p', { class: 'muted' }, tp?.unavailable.length ? `Not available: ${tp.unavailable.join('; ')}` : 'Shown when the call lists tools.'));
+  $('mindguard').replaceChildren(mg ? mindGuardView(mg, tp?.leaveOneOut?.tools.filter((t) => t.flagged).map((t) => t.tool) ?? []) : h('p', { class: 'muted' }, tp?.unavailable.length ? `Not available: ${tp.unavailable.join('; ')}` : 'Shown when the call lists tools.'));
 }
 
 async function renderSpan(input: Conversation, v: Verdict, defense: DefenseResult, timings: Record<string, number>): Promise<void> {
@@ -239,7 +243,7 @@ async function runAgent(): Promise<void> {
     const timings: Record<string, number> = { ...defense.originalVerdict.timings, 'defend, total (page)': performance.now() - t0 };
     demo.lastVerdict = defense.originalVerdict;
     demo.lastDefense = defense;
-    renderVerdict(defense.originalVerdict);
+    renderVerdict(defense.originalVerdict, conversation);
     renderDefense(defense);
     proposal.querySelector('p')!.textContent = defense.finalAction ? `Guard: ${defense.defended ? 'replaced by' : 'allowed'} ${callText(defense.finalAction)}` : 'Guard: blocked, no call is run.';
     await renderSpan(conversation, defense.originalVerdict, defense, timings);

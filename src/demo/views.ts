@@ -6,6 +6,7 @@
 import type { Verdict } from '../core/verdict.js';
 import type { MindGuardVerdict } from '../core/mindguard/types.js';
 import type { SentenceRange } from '../core/defense.js';
+import { DEFAULT_GUARD_OPTIONS } from '../core/options.js';
 
 /** Okabe-Ito colours. */
 export const PALETTE = {
@@ -44,27 +45,47 @@ interface Bar {
   value: number;
   kind: 'user' | 'span' | 'tool';
   flagged: boolean;
+  /** The value past which the guard flags this bar's part (its group's dashed line), when the rule has one. */
+  threshold: number | null;
 }
 
-function bars(verdict: Verdict): Bar[] {
+/**
+ * The description threshold: the guard judges descriptions with the seeds' weighting of dU (1) and tau
+ * shifted by toolPoisoning's leave-one-out margin, so they have their own line. The demo's guard runs
+ * with the default options, whose margins these are.
+ */
+export function descriptionThreshold(userDelta: number, tau: number, beforeToolResults: boolean): number {
+  const tp = DEFAULT_GUARD_OPTIONS.toolPoisoning;
+  const margin = beforeToolResults ? tp.beforeToolResults.leaveOneOutMargin : tp.leaveOneOutMargin;
+  return userDelta - (tau - margin);
+}
+
+function bars(verdict: Verdict, beforeToolResults: boolean): Bar[] {
   const a = verdict.attribution;
   if (!a) return [];
-  const out: Bar[] = [{ label: 'user request', value: a.user.normalizedDelta, kind: 'user', flagged: false }];
-  for (const span of a.spans) out.push({ label: `${span.toolName ?? 'tool'} result (msg ${span.messageIndex})`, value: span.normalizedDelta, kind: 'span', flagged: span.flagged });
-  for (const t of verdict.toolPoisoning?.leaveOneOut?.tools ?? []) out.push({ label: `${t.tool} description`, value: t.normalizedDelta, kind: 'tool', flagged: t.flagged });
+  // The 'causalarmor' rule's line for tool results; other rules weigh parts of the call and draw no line.
+  const spanLine = a.rule === 'causalarmor' ? (a.userWeight ?? 1) * a.user.normalizedDelta - a.tau : null;
+  const toolLine = a.rule === 'causalarmor' ? descriptionThreshold(a.user.normalizedDelta, a.tau, beforeToolResults) : null;
+  const out: Bar[] = [{ label: 'user request', value: a.user.normalizedDelta, kind: 'user', flagged: false, threshold: null }];
+  for (const span of a.spans) out.push({ label: `${span.toolName ?? 'tool'} result (msg ${span.messageIndex})`, value: span.normalizedDelta, kind: 'span', flagged: span.flagged, threshold: spanLine });
+  for (const t of verdict.toolPoisoning?.leaveOneOut?.tools ?? []) out.push({ label: `${t.tool} description`, value: t.normalizedDelta, kind: 'tool', flagged: t.flagged, threshold: toolLine });
   return out;
 }
 
-/** The bar chart of normalised deltas with the tool results' flag threshold (w × user Δ − τ) marked, plus a data table. */
-export function attributionChart(verdict: Verdict): HTMLElement {
+/** The bar chart of normalised deltas, each group (tool results, tool descriptions) with its own dashed flag line, plus a data table. */
+export function attributionChart(verdict: Verdict, options: { beforeToolResults?: boolean } = {}): HTMLElement {
   const a = verdict.attribution;
   if (!a) return h('p', { class: 'muted' }, verdict.message ?? 'No attribution ran for this call.');
-  const data = bars(verdict);
-  // The 'causalarmor' rule's line for tool results; other rules weigh parts of the call, so the seeds' line is drawn.
+  const data = bars(verdict, options.beforeToolResults ?? false);
   const weight = a.userWeight ?? 1;
-  const threshold = weight * a.user.normalizedDelta - a.tau;
-  const thresholdName = weight === 1 ? 'user Δ − τ' : `${weight} × user Δ − τ`;
-  const values = [0, threshold, ...data.map((d) => d.value)];
+  const groups = [
+    { kind: 'span' as const, name: weight === 1 ? 'results: user Δ − τ' : `results: ${weight} × user Δ − τ` },
+    { kind: 'tool' as const, name: 'descriptions: user Δ − τ + margin' },
+  ]
+    .map((g) => ({ ...g, rows: data.map((d, i) => ({ d, i })).filter(({ d }) => d.kind === g.kind) }))
+    .filter((g) => g.rows.length > 0 && g.rows[0]!.d.threshold !== null)
+    .map((g) => ({ ...g, threshold: g.rows[0]!.d.threshold! }));
+  const values = [0, ...groups.map((g) => g.threshold), ...data.map((d) => d.value)];
   const lo = Math.min(...values);
   const hi = Math.max(...values);
   const span = hi - lo || 1;
@@ -72,7 +93,7 @@ export function attributionChart(verdict: Verdict): HTMLElement {
   const plotW = 260;
   const rowH = 26;
   const top = 22;
-  const width = labelW + plotW + 120;
+  const width = labelW + plotW + 90;
   const height = top + data.length * rowH + 24;
   const x = (v: number) => labelW + ((v - lo) / span) * plotW;
   const titleId = `chart-title-${Math.random().toString(36).slice(2)}`;
@@ -83,7 +104,8 @@ export function attributionChart(verdict: Verdict): HTMLElement {
     s(
       'desc',
       { id: descId },
-      `Flag threshold ${fmt(threshold)} (${weight === 1 ? '' : `${weight} times `}user delta ${fmt(a.user.normalizedDelta)} minus tau ${fmt(a.tau)}). ` +
+      `${groups.map((g) => `Flag line for ${g.name.replace(':', '')}: ${fmt(g.threshold)}`).join('. ')}${groups.length ? '. ' : ''}` +
+        `User delta ${fmt(a.user.normalizedDelta)}, tau ${fmt(a.tau)}. ` +
         data.map((d) => `${d.label}: ${fmt(d.value)}${d.flagged ? ', flagged' : ''}`).join('; '),
     ),
   );
@@ -94,24 +116,35 @@ export function attributionChart(verdict: Verdict): HTMLElement {
     const x0 = Math.min(x(0), x(d.value));
     const w = Math.max(1, Math.abs(x(d.value) - x(0)));
     svg.append(s('text', { x: labelW - 6, y: y + 16, 'text-anchor': 'end', class: 'bar-label' }, d.label));
-    const rect = s('rect', { x: x0, y: y + 4, width: w, height: rowH - 8, fill: color, ...(d.flagged ? { stroke: PALETTE.black, 'stroke-width': 2 } : {}) });
+    const rect = s('rect', { x: x0, y: y + 4, width: w, height: rowH - 8, fill: color, class: `bar${d.flagged ? ' flagged' : ''}`, 'data-flagged': String(d.flagged), ...(d.flagged ? { stroke: PALETTE.black, 'stroke-width': 2 } : {}) });
     rect.append(s('title', {}, `${d.label}: ${fmt(d.value)}${d.flagged ? ' (flagged)' : ''}`));
     svg.append(rect);
-    svg.append(s('text', { x: Math.max(x(d.value), x(0)) + 4, y: y + 16, class: 'bar-value' }, `${fmt(d.value)}${d.flagged ? ' ⚑ flagged' : ''}`));
+    svg.append(s('text', { x: Math.max(x(d.value), x(0)) + 4, y: y + 16, class: 'bar-value' }, `${fmt(d.value)}${d.flagged ? ' flagged' : ''}`));
   });
-  const tx = x(threshold);
-  svg.append(s('line', { x1: tx, x2: tx, y1: top - 8, y2: height - 18, stroke: PALETTE.black, 'stroke-width': 2, 'stroke-dasharray': '5 3' }));
-  svg.append(s('text', { x: tx, y: top - 10, 'text-anchor': 'middle', class: 'tau-label' }, `${thresholdName} (τ = ${fmt(a.tau)})`));
+  // Each group's line spans only its own rows: results and descriptions are judged against different lines.
+  for (const g of groups) {
+    const tx = x(g.threshold);
+    const first = top + g.rows[0]!.i * rowH;
+    const last = top + (g.rows[g.rows.length - 1]!.i + 1) * rowH;
+    const line = s('line', { x1: tx, x2: tx, y1: first, y2: last, stroke: PALETTE.black, 'stroke-width': 2, 'stroke-dasharray': '5 3', class: 'flag-line' });
+    line.append(s('title', {}, `flag line, ${g.name}: ${fmt(g.threshold)}`));
+    svg.append(line);
+  }
   svg.append(s('text', { x: labelW, y: height - 4, class: 'axis-label' }, `${fmt(lo)}`), s('text', { x: labelW + plotW, y: height - 4, 'text-anchor': 'end', class: 'axis-label' }, `${fmt(hi)}`));
+  const key = h(
+    'p',
+    { class: 'legend' },
+    `Dashed lines: a bar past its group's line is flagged. ${groups.map((g) => `${g.name} = ${fmt(g.threshold)}`).join('; ')} (τ = ${fmt(a.tau)}).`,
+  );
 
   const table = h(
     'table',
     { class: 'data-table' },
     h('caption', {}, 'The same numbers as a table'),
-    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Part'), h('th', { scope: 'col' }, 'Normalised Δ'), h('th', { scope: 'col' }, 'Flagged'))),
-    h('tbody', {}, ...data.map((d) => h('tr', {}, h('th', { scope: 'row' }, d.label), h('td', {}, fmt(d.value)), h('td', {}, d.kind === 'user' ? '—' : d.flagged ? 'yes' : 'no')))),
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Part'), h('th', { scope: 'col' }, 'Normalised Δ'), h('th', { scope: 'col' }, 'Flag line'), h('th', { scope: 'col' }, 'Flagged'))),
+    h('tbody', {}, ...data.map((d) => h('tr', {}, h('th', { scope: 'row' }, d.label), h('td', {}, fmt(d.value)), h('td', {}, d.threshold === null ? '—' : fmt(d.threshold)), h('td', {}, d.kind === 'user' ? '—' : d.flagged ? 'yes' : 'no')))),
   );
-  return h('figure', {}, svg as unknown as Node, h('details', {}, h('summary', {}, 'Show as a table'), table));
+  return h('figure', {}, svg as unknown as Node, key, h('details', {}, h('summary', {}, 'Show as a table'), table));
 }
 
 /** The span's text with each sentence shaded by its leave-one-out delta; redacted sentences struck through. */
@@ -153,12 +186,13 @@ const KIND_COLOR: Record<string, string> = {
 };
 
 /** The decision-dependence graph (sources left, targets right; edge width = attention energy) and the attention heatmap. */
-export function mindGuardView(mg: MindGuardVerdict): HTMLElement {
+export function mindGuardView(mg: MindGuardVerdict, descriptionFlags: readonly string[] = []): HTMLElement {
   const sources = mg.nodes.filter((n) => !n.kind.startsWith('target'));
   const targets = mg.nodes.filter((n) => n.kind.startsWith('target'));
   const rowH = 28;
   const height = Math.max(sources.length, targets.length) * rowH + 20;
-  const width = 480;
+  // Room right of the targets for labels such as "search_hotels arguments".
+  const width = 580;
   const pos = new Map<string, { x: number; y: number }>();
   sources.forEach((n, i) => pos.set(n.id, { x: 150, y: 20 + i * rowH }));
   targets.forEach((n, i) => pos.set(n.id, { x: 340, y: 20 + (i + 0.5) * (height / Math.max(1, targets.length)) - rowH / 2 }));
@@ -179,14 +213,24 @@ export function mindGuardView(mg: MindGuardVerdict): HTMLElement {
     const poisoned = n.kind === 'tool' && flaggedTools.has(n.label);
     const circle = s('circle', { cx: p.x, cy: p.y, r: 7, fill: KIND_COLOR[n.kind] ?? '#999', ...(poisoned ? { stroke: PALETTE.black, 'stroke-width': 3 } : {}) });
     circle.append(s('title', {}, `${n.label} (${n.kind}, ${n.tokenCount} tokens)`));
-    svg.append(circle, s('text', { x: isSource ? p.x - 12 : p.x + 12, y: p.y + 4, 'text-anchor': isSource ? 'end' : 'start', class: 'node-label' }, `${n.label}${poisoned ? ' ⚑' : ''}`));
+    svg.append(circle, s('text', { x: isSource ? p.x - 12 : p.x + 12, y: p.y + 4, 'text-anchor': isSource ? 'end' : 'start', class: 'node-label' }, `${n.label}${poisoned ? ' (above threshold)' : ''}`));
   }
   const legend = h('ul', { class: 'legend kinds' }, ...Object.entries(KIND_COLOR).map(([k, c]) => h('li', {}, h('span', { class: 'swatch', style: `background:${c}`, 'aria-hidden': 'true' }), k)));
-  const airList = h('ul', {}, ...mg.air.map((a) => h('li', {}, `AIR ${a.tool} → ${a.flow}: ${Number.isFinite(a.air) ? a.air.toFixed(3) : '∞'}${a.air > mg.threshold ? ' ⚑ above threshold' : ''}`)));
+  const airList = h('ul', {}, ...mg.air.map((a) => h('li', {}, `AIR ${a.tool} → ${a.flow}: ${Number.isFinite(a.air) ? a.air.toFixed(3) : 'infinite'}${a.air > mg.threshold ? ' (above threshold)' : ''}`)));
   return h(
     'div',
     {},
-    h('p', {}, mg.detected ? `MindGuard flags ${mg.poisonedTool} (${mg.flow} flow), AIR above ${mg.threshold}.` : `MindGuard: no tool above the AIR threshold ${mg.threshold}.`),
+    h(
+      'p',
+      { class: 'mg-summary' },
+      mg.detected
+        ? `MindGuard's attention flags ${mg.poisonedTool} (${mg.flow} flow): AIR ${mg.score.toFixed(2)}, above the threshold ${mg.threshold}. Attention covers the tool's description and its results alike.`
+        : `MindGuard's attention: no tool above the AIR threshold ${mg.threshold} (largest ${mg.score.toFixed(2)}).`,
+      // The verdict can name a description that leave-one-out flagged while attention flags none: say where that came from.
+      ...(descriptionFlags.length && !(mg.detected && descriptionFlags.includes(mg.poisonedTool ?? ''))
+        ? [` The flagged description${descriptionFlags.length > 1 ? 's' : ''} (${descriptionFlags.join(', ')}) came from leave-one-out, the chart above.`]
+        : []),
+    ),
     svg as unknown as Node,
     legend,
     h('details', {}, h('summary', {}, 'Attention influence ratios'), airList),

@@ -14,8 +14,10 @@ export const EMBEDDED_MODEL_NAME = 'edgearmor-proxy';
 
 /** Absolute path of the embedded default model, shipped in the package under public/models/. */
 export function embeddedModelDir(): string {
-  // src/engine/ and dist/engine/ are both two levels below the package root.
-  return resolve(fileURLToPath(new URL('../../public/models/', import.meta.url)), EMBEDDED_MODEL_NAME);
+  // src/engine/ and dist/engine/ are both two levels below the package root. A variable, not a literal: a
+  // bundler that follows `new URL('...', import.meta.url)` (Vite) would warn about this Node-only directory.
+  const packageModels = '../../public/models/';
+  return resolve(fileURLToPath(new URL(packageModels, import.meta.url)), EMBEDDED_MODEL_NAME);
 }
 
 /** Hex SHA-256 of bytes, synchronously (node:crypto). */

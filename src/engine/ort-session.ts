@@ -5,6 +5,7 @@
  * Node's fallback. Both share onnxruntime-common's API, so the scorer sees one interface.
  */
 import type { InferenceSession, Tensor } from 'onnxruntime-web';
+import { BackendUnavailableError } from '../core/errors.js';
 import { classifyInferenceError } from './inference-errors.js';
 
 /** Where inference runs. */
@@ -52,7 +53,12 @@ async function importOrt(backend: Backend): Promise<OrtModule> {
   // Import by backend so a browser bundle never pulls in the native binding and Node never the GPU build.
   switch (backend) {
     case 'node':
-      return (await import('onnxruntime-node')) as unknown as OrtModule;
+      try {
+        return (await import('onnxruntime-node')) as unknown as OrtModule;
+      } catch (e) {
+        // A missing package or a native binding that does not load on this platform: the caller's next backend (wasm) takes over.
+        throw new BackendUnavailableError(`onnxruntime-node could not be loaded (${(e as Error).message}); the native CPU backend is unavailable, onnxruntime-web's WASM backend runs the model instead`, { backend: 'node' }, { cause: e });
+      }
     case 'wasm':
       return (await import('onnxruntime-web')) as unknown as OrtModule;
     case 'webgpu':

@@ -121,4 +121,43 @@ describe.skipIf(!CAN_RUN)('the MV3 example extension in Chromium', () => {
     },
     CHECK_TIMEOUT_MS,
   );
+
+  it(
+    'shows the checks in the popup (decision, why, which span) and passes the options page settings to the guard',
+    async () => {
+      type Check = { tabId: number; action: string; decision: string; headline: string; spans: string[] };
+      const extensionId = new URL(sw.url()).host;
+      const checks = await sw.evaluate(async () => ((await (globalThis as unknown as { chrome: { storage: { session: { get(k: string): Promise<{ checks: unknown }> } } } }).chrome.storage.session.get('checks')).checks) as Check[]);
+      expect(checks.map((c) => c.action)).toEqual(['book_flight', 'send_money']);
+      const injected = checks[1]!;
+
+      const popup = await browser.context.newPage();
+      const errors = watchConsole(popup);
+      // The popup opened as a page, for the injected page's tab (a real popup reads the active tab).
+      await popup.goto(`chrome-extension://${extensionId}/popup.html?tab=${injected.tabId}`);
+      await popup.waitForSelector('body[data-ready="true"]');
+      await expect(popup.locator('#checks > li').count()).resolves.toBe(2);
+      const current = (await popup.locator('#current').textContent()) ?? '';
+      expect(current).toContain(injected.decision === 'block' ? 'Blocked' : 'Allowed');
+      expect(current).toContain(`Why: ${injected.headline}`);
+      if (HAS_REAL_MODEL) expect(current).toContain('Span: read_page result, msg 2');
+
+      const options = await browser.context.newPage();
+      await options.goto(`chrome-extension://${extensionId}/options.html`);
+      await options.waitForSelector('body[data-ready="true"]');
+      await options.fill('#privileged', 'send_money, send_email');
+      await options.selectOption('#on-error', 'allow');
+      await options.click('button[type="submit"]');
+      await options.waitForSelector('#saved:not(:empty)');
+      const stored = await sw.evaluate(async () => (await (globalThis as unknown as { chrome: { storage: { local: { get(k: string): Promise<{ options: unknown }> } } } }).chrome.storage.local.get('options')).options);
+      expect(stored).toEqual({ privilegedTools: ['send_money', 'send_email'], onError: 'allow' });
+      // book_flight is no longer a privileged tool: the guard lets it through unchecked, and says so.
+      const { verdict, page } = await checkPage('/clean.html', { name: 'book_flight', arguments: { flight: 'LH123' } });
+      expect(verdict).toMatchObject({ decision: 'allow', reason: 'not-privileged' });
+      expect(errors).toEqual([]);
+      expect(external).toEqual([]);
+      await Promise.all([popup.close(), options.close(), page.close()]);
+    },
+    CHECK_TIMEOUT_MS,
+  );
 });

@@ -20,6 +20,17 @@ function verdict(decision: 'allow' | 'block'): Verdict {
   return { detected: decision === 'block', decision, reason: 'model', attribution: null, flagged: [], score: 0.4, timings: {} };
 }
 
+function failurePolicyVerdict(decision: 'allow' | 'block'): Verdict {
+  return {
+    ...verdict(decision),
+    detected: false,
+    reason: 'failure-policy',
+    score: null,
+    error: { name: 'GuardTimeoutError', code: 'timeout', message: 'the check took longer than 10000 ms', details: {} },
+    message: `The guard failed (timeout: the check took longer than 10000 ms); failure policy onError="block" -> ${decision}.`,
+  };
+}
+
 function installStub(next: Verdict | { code: 'integrity-mismatch' }): void {
   const wire = (v: Verdict | { code: 'integrity-mismatch' }) =>
     'code' in v ? { ok: false as const, error: { name: 'IntegrityError', code: v.code, message: 'model file hash mismatch: may indicate tampering', details: { file: 'onnx/model_q4.onnx' } } } : { ok: true as const, value: v };
@@ -56,6 +67,27 @@ describe('edgearmor/testing helpers', () => {
     await expect(expectAllowed(fakePage(), INPUT)).resolves.toMatchObject({ decision: 'allow' });
     installStub(verdict('block'));
     await expect(expectAllowed(fakePage(), INPUT)).rejects.toThrow(/expected the call to be allowed, but the guard blocked it/);
+  });
+
+  it('expectBlocked fails with the verdict when the block came from the failure policy, not the model', async () => {
+    installStub(failurePolicyVerdict('block'));
+    const error = await expectBlocked(fakePage(), INPUT).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(/expected the call to be blocked by the guard's model, but the guard failed \(timeout: the check took longer than 10000 ms\)/);
+    expect((error as Error).message).toMatch(/decision=block, reason=failure-policy/);
+    expect((error as Error).message).toMatch(/allowFailurePolicy: true/);
+  });
+
+  it('expectAllowed fails when the allow came from the failure policy', async () => {
+    installStub(failurePolicyVerdict('allow'));
+    await expect(expectAllowed(fakePage(), INPUT)).rejects.toThrow(/expected the call to be allowed by the guard's model, but the guard failed.*reason=failure-policy/);
+  });
+
+  it('accepts a failure-policy decision when the test opts in with allowFailurePolicy', async () => {
+    installStub(failurePolicyVerdict('block'));
+    await expect(expectBlocked(fakePage(), INPUT, { allowFailurePolicy: true })).resolves.toMatchObject({ decision: 'block', reason: 'failure-policy' });
+    installStub(failurePolicyVerdict('allow'));
+    await expect(expectAllowed(fakePage(), INPUT, { allowFailurePolicy: true })).resolves.toMatchObject({ decision: 'allow', reason: 'failure-policy' });
   });
 
   it('rebuilds a guard failure in the page as a PageGuardError with its code and details', async () => {

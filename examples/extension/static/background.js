@@ -32,22 +32,53 @@ async function collect(tabId) {
   }
 }
 
+const MAX_CHECKS = 20;
+
+/** The options page's settings as guard options (privileged tools, failure policy). */
+async function guardOptions() {
+  const { options } = await chrome.storage.local.get('options');
+  const out = {};
+  if (Array.isArray(options?.privilegedTools) && options.privilegedTools.length > 0) out.privilegedTools = options.privilegedTools;
+  if (options?.onError === 'block' || options?.onError === 'allow') out.onError = options.onError;
+  return out;
+}
+
+/** Keeps the last checks (newest first) for the popup, in session storage: gone when the browser closes. */
+async function remember(tabId, url, action, verdict, summary) {
+  const { checks = [] } = await chrome.storage.session.get('checks');
+  const entry = {
+    tabId,
+    url,
+    time: Date.now(),
+    action: action.name,
+    decision: verdict.decision,
+    reason: verdict.reason,
+    headline: summary.headline,
+    findings: summary.findings,
+    explanation: summary.explanation,
+    spans: verdict.flagged.map((f) => `${f.toolName ?? 'tool'} result, msg ${f.messageIndex}`),
+  };
+  await chrome.storage.session.set({ checks: [entry, ...checks].slice(0, MAX_CHECKS) });
+}
+
 /** Collects the tab's visible text and checks the proposed call with the guard; sets the badge; returns the verdict. */
 async function checkTab(tabId, { userRequest, action }) {
   const page = await collect(tabId);
   await ensureOffscreen();
-  const answer = await chrome.runtime.sendMessage({ target: 'edgearmor-offscreen', type: 'check', input: pageConversation(page, userRequest, action) });
+  const options = await guardOptions();
+  const answer = await chrome.runtime.sendMessage({ target: 'edgearmor-offscreen', type: 'check', input: pageConversation(page, userRequest, action), options });
   if (!answer?.ok) throw new Error(answer?.error?.message ?? 'the offscreen guard did not answer');
-  const verdict = answer.value;
+  const { verdict, summary } = answer.value;
   await chrome.action.setBadgeText({ tabId, text: verdict.decision === 'block' ? 'BLK' : 'OK' });
   await chrome.action.setBadgeBackgroundColor({ tabId, color: verdict.decision === 'block' ? '#D55E00' : '#009E73' });
+  await remember(tabId, page.url, action, verdict, summary);
   return verdict;
 }
 
 /** The guard's status (backend, model), loading it if needed. */
 async function guardStatus() {
   await ensureOffscreen();
-  const answer = await chrome.runtime.sendMessage({ target: 'edgearmor-offscreen', type: 'status' });
+  const answer = await chrome.runtime.sendMessage({ target: 'edgearmor-offscreen', type: 'status', options: await guardOptions() });
   if (!answer?.ok) throw new Error(answer?.error?.message ?? 'the offscreen guard did not answer');
   return answer.value;
 }

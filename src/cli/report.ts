@@ -1,0 +1,66 @@
+/**
+ * The human-readable output of `edgearmor check`: per case a headline that names the cause, the rule,
+ * a one-line legend, the leave-one-out table with full labels, a MindGuard row, what truncation cut,
+ * and with `--explain` a short plain-language reason. Injected tool results (a span whose removal
+ * moves the call) and poisoned tool descriptions (a description whose removal moves it) are named
+ * apart; MindGuard's attention signal scores a tool as a whole (its description and its results), and
+ * says so.
+ */
+import { explainVerdict, verdictFindings, verdictHeadline } from '../core/explain.js';
+import type { GuardInput } from '../core/types.js';
+import type { Verdict } from '../core/verdict.js';
+
+export { explainVerdict };
+
+function num(n: number | null | undefined, digits = 3): string {
+  if (n === null || n === undefined) return 'n/a';
+  return Number.isFinite(n) ? n.toFixed(digits) : String(n);
+}
+
+function fmt(n: number, width: number): string {
+  return num(n).padStart(width);
+}
+
+/** The human-readable table of one verdict. */
+export function verdictTable(id: string, input: GuardInput, v: Verdict, options: { explain?: boolean } = {}): string {
+  const found = v.reason === 'model' ? verdictFindings(v) : [];
+  const head = `case ${id}: ${v.decision.toUpperCase()} (${verdictHeadline(v, found)}) -> ${input.action.name}`;
+  const explain = options.explain ? `  explain: ${explainVerdict(input, v)}\n` : '';
+  const a = v.attribution;
+  if (!a) return `${head}${v.error ? `\n  error: ${v.error.code}: ${v.error.message}` : ''}\n${explain}`;
+
+  const rows: Array<{ label: string; values: string; flag: string }> = [];
+  for (const x of a.variants.filter((y) => y.kind !== 'no-tool')) {
+    const span = x.kind === 'no-span' ? a.spans.find((s) => `no-span:${s.spanId}` === x.id) : undefined;
+    const label = x.id === 'full' ? 'full conversation' : x.id === 'no-user' ? 'without the user request (dU)' : span ? `without ${span.toolName ?? 'tool'} result, msg ${span.messageIndex} (dS)` : x.id;
+    rows.push({ label, values: `${fmt(x.logProb, 14)}${x.id === 'full' ? '' : fmt(x.rawDelta, 11) + fmt(x.normalizedDelta, 12)}`, flag: span?.flagged ? '  FLAGGED: injected tool result' : '' });
+  }
+  const tp = v.toolPoisoning;
+  for (const t of tp?.leaveOneOut?.tools ?? []) {
+    rows.push({ label: `without ${t.tool} description (dS)`, values: `${fmt(t.logProb, 14)}${fmt(t.rawDelta, 11)}${fmt(t.normalizedDelta, 12)}`, flag: t.flagged ? '  FLAGGED: poisoned tool description' : '' });
+  }
+  const width = Math.max('variant'.length, ...rows.map((r) => r.label.length)) + 2;
+  const lines = [`  ${'variant'.padEnd(width)}${'log P(action)'.padStart(14)}${'raw delta'.padStart(11)}${'norm delta'.padStart(12)}`];
+  for (const r of rows) lines.push(`  ${r.label.padEnd(width)}${r.values}${r.flag}`);
+
+  if (tp) {
+    const mg = tp.attention;
+    if (mg) {
+      const top = [...mg.air].sort((x, y) => y.air - x.air)[0];
+      const where = top ? ` on ${top.tool} (${top.flow} flow)` : '';
+      lines.push(`  MindGuard attention: max AIR ${num(mg.score)}${where}, threshold ${num(mg.threshold, 2)}${mg.detected ? `  FLAGGED: tool ${mg.poisonedTool} pulls the call (its description or its results)` : ''}`);
+    }
+    if (tp.unavailable.length > 0) lines.push(`  tool-description checks not run: ${tp.unavailable.join('; ')}`);
+  }
+  if (v.truncation) {
+    const cut = Object.entries(v.truncation.shortenedMessages).map(([msg, tokens]) => `msg ${msg} lost ${tokens} tokens`);
+    if (v.truncation.droppedToolDefinitions) cut.unshift('tool definitions dropped');
+    lines.push(`  truncated to fit the proxy's context window: ${cut.join('; ')}`);
+  }
+
+  const rule = a.userWeight === null ? `rule ${a.rule}` : `rule ${a.rule} (flag when dS > ${a.userWeight} x dU - tau)`;
+  const legend =
+    "  legend: delta = drop in log P(action) when that part is removed (norm = per action token); dU = the user request's norm delta, dS = a tool result's or description's; " +
+    'tau = margin; AIR = attention to a tool relative to the user request and the called tool';
+  return `${head}\n  ${rule}, tau ${a.tau}, ${a.actionTokenCount} action tokens, ${v.backend ?? ''} ${v.proxy ?? ''}\n${legend}\n${lines.join('\n')}\n${explain}`;
+}

@@ -1,0 +1,104 @@
+/**
+ * Verdicts in words, shared by the CLI's table and the demo so both say the same thing: what was
+ * found (an injected tool result, a poisoned tool description, or a tool MindGuard's attention ties
+ * the call to), a short headline reason, and a plain-language explanation.
+ */
+import type { GuardInput } from './types.js';
+import type { Verdict } from './verdict.js';
+
+function num(n: number | null | undefined, digits = 3): string {
+  if (n === null || n === undefined) return 'n/a';
+  return Number.isFinite(n) ? n.toFixed(digits) : String(n);
+}
+
+/** One finding behind a verdict, in words. */
+export interface VerdictFinding {
+  /** 'result': an injected tool result; 'description': a poisoned tool description; 'attention': MindGuard's attention to a tool. */
+  kind: 'result' | 'description' | 'attention';
+  /** Short, for the headline and the FLAGGED marker. */
+  label: string;
+  /** A sentence for --explain. */
+  sentence: string;
+}
+
+/** Everything that made the guard flag this call, in the order the rule considered them. */
+export function verdictFindings(v: Verdict): VerdictFinding[] {
+  const a = v.attribution;
+  const out: VerdictFinding[] = [];
+  for (const s of a?.spans.filter((x) => x.flagged) ?? []) {
+    const tool = s.toolName ?? 'tool';
+    out.push({
+      kind: 'result',
+      label: `injected tool result: ${tool} result, msg ${s.messageIndex}`,
+      sentence:
+        `Removing the ${tool} result (message ${s.messageIndex}) lowers the call's log-probability by ${num(s.normalizedDelta)} a token, ` +
+        `against ${num(a!.user.normalizedDelta)} for removing the user's request: that tool result, not the user, drives the call (an injected tool result).`,
+    });
+  }
+  const tp = v.toolPoisoning;
+  const descriptions = tp?.leaveOneOut?.tools.filter((x) => x.flagged) ?? [];
+  if (descriptions.length > 0) {
+    const one = descriptions.length === 1;
+    const names = descriptions.map((t) => t.tool).join(', ');
+    const userDelta = a?.user.normalizedDelta ?? null;
+    // A negative dU (the call likelier without the user's request) lowers the descriptions' bar: say so, it explains small flagged deltas.
+    const low = userDelta !== null && userDelta < 0 ? ` The user's request itself makes this call less likely (dU ${num(userDelta)}), which lowers that bar.` : '';
+    out.push({
+      kind: 'description',
+      label: `poisoned tool description${one ? '' : 's'}: ${names}`,
+      sentence: one
+        ? `Removing the description of ${names} lowers the call's log-probability by ${num(descriptions[0]!.normalizedDelta)} a token, more than the rule allows against the user's request: that description steers the call (a poisoned tool description).${low}`
+        : `Removing the description of ${descriptions.map((t) => `${t.tool} (${num(t.normalizedDelta)})`).join(', ')} each lowers the call's log-probability more than the rule allows against the user's request: those descriptions steer the call (poisoned tool descriptions).${low}`,
+    });
+  }
+  const mg = tp?.attention;
+  if (mg?.detected && mg.poisonedTool !== null) {
+    const flow = mg.flow === 'control' ? 'which tool is called' : 'the arguments of the call';
+    out.push({
+      kind: 'attention',
+      label: `MindGuard: the call attends to tool ${mg.poisonedTool} (AIR ${num(mg.score)} > ${num(mg.threshold, 2)}, ${mg.flow} flow)`,
+      sentence:
+        `The call's tokens attend to the tool ${mg.poisonedTool} ${num(mg.score, 1)} times as much as to the user's request and the called tool (MindGuard's AIR; the threshold is ${num(mg.threshold, 2)}), ` +
+        `so ${mg.poisonedTool}'s description or its results steer ${flow}. Attention does not tell the two apart; leave-one-out ${
+          (tp?.leaveOneOut?.tools ?? []).some((t) => t.tool === mg.poisonedTool && t.flagged) ? 'flags its description too' : 'flags no description, so look at its results'
+        }.`,
+    });
+  }
+  return out;
+}
+
+/** The decision's cause in a few words (the CLI's headline, the demo's verdict line). */
+export function verdictHeadline(v: Verdict, found: VerdictFinding[] = verdictFindings(v)): string {
+  switch (v.reason) {
+    case 'failure-policy':
+      return `the guard failed${v.error ? ` (${v.error.code})` : ''}; failure policy`;
+    case 'not-privileged':
+      return 'not a privileged tool: not checked';
+    case 'no-untrusted-spans':
+      return 'no untrusted tool result or description to check';
+    case 'model':
+      if (found.length === 0) return 'no tool result or description drives the call';
+      return found.map((c) => c.label.replace(/ \(AIR .*$/, '')).join('; ');
+  }
+}
+
+/** A short plain-language reason for the verdict (`edgearmor check --explain`). */
+export function explainVerdict(input: GuardInput, v: Verdict): string {
+  const call = input.action.name;
+  const decided = v.decision === 'block' ? 'Blocked' : 'Allowed';
+  if (v.reason === 'failure-policy') {
+    return `${decided} by the failure policy, not by the model: the guard could not score ${call}${v.error ? ` (${v.error.code}: ${v.error.message})` : ''}.`;
+  }
+  if (v.reason === 'not-privileged') return `${decided} without a check: ${call} is not in the privileged tools.`;
+  if (v.reason === 'no-untrusted-spans') return `${decided}: the conversation has no untrusted tool result or tool description that could drive ${call}.`;
+  const found = verdictFindings(v);
+  if (found.length > 0) return `${decided}. ${found.map((c) => c.sentence).join(' ')}`;
+  const a = v.attribution;
+  if (!a) return `${decided}: nothing was scored.`;
+  const top = [...a.spans].sort((x, y) => y.normalizedDelta - x.normalizedDelta)[0];
+  const user = `removing the user's request lowers its log-probability by ${num(a.user.normalizedDelta)} a token`;
+  return top
+    ? `${decided}: the user's request explains ${call}: ${user}; the tool result that matters most (${top.toolName ?? 'tool'}, message ${top.messageIndex}) only ${num(top.normalizedDelta)}, within the rule's margin.`
+    : `${decided}: ${user}, and no tool result or description moves it past the rule.`;
+}
+
