@@ -296,8 +296,9 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       if (used !== null && (code === 'device-lost' || code === 'out-of-memory')) (used as Session).kill(`${code} during inference`);
       return verdict;
     } catch (error) {
-      // Same as the in-process guard: a timeout is a guard failure, answered by the failure policy.
-      if (isEdgeArmorError(error) && error.code === 'timeout') return failureVerdict(error, resolved, context.privileged, extras());
+      // Same as the in-process guard: a timeout is a guard failure, answered by the failure policy; so is a
+      // worker that died under the call (security-model.md lists worker crash among the policy's failures).
+      if (isEdgeArmorError(error) && (error.code === 'timeout' || error.code === 'worker-crashed')) return failureVerdict(error, resolved, context.privileged, extras());
       throw error;
     }
   }
