@@ -128,14 +128,16 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     if (disposed) throw new DisposedError('the guard was disposed; create a new one');
   }
 
-  async function withDeadline<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  async function withDeadline<T>(work: Promise<T>, signal: AbortSignal | undefined, stopWork?: AbortController): Promise<T> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;
     const stop = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new GuardTimeoutError(`the check took longer than timeoutMs = ${resolved.timeoutMs}`, { timeoutMs: resolved.timeoutMs })),
-        resolved.timeoutMs,
-      );
+      timer = setTimeout(() => {
+        const error = new GuardTimeoutError(`the check took longer than timeoutMs = ${resolved.timeoutMs}`, { timeoutMs: resolved.timeoutMs });
+        // The answer goes now; the call's tokenizing and inference stop too instead of running on in the background.
+        stopWork?.abort(error);
+        reject(error);
+      }, resolved.timeoutMs);
       if (signal) {
         onAbort = () => reject(new GuardAbortedError('the check was aborted by the caller'));
         if (signal.aborted) onAbort();
@@ -170,7 +172,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
       timings: { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded },
     });
     const cut = scores.truncation;
-    if (cut.droppedToolDefinitions || Object.keys(cut.shortenedMessages).length > 0) verdict.truncation = cut;
+    if (cut.droppedToolDefinitions || Object.keys(cut.shortenedMessages).length > 0 || cut.charsCutBeforeTokenizing) verdict.truncation = cut;
     if (hasTools) {
       const tAttention = now();
       verdict.toolPoisoning = toolPoisoningOf(context, scores, attribution, withAttention, engine.info);
@@ -238,12 +240,19 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     // A call with no tool result yet can still be driven by a poisoned tool description.
     const toolSignals = context.tools.length > 0 && (resolved.toolPoisoning.leaveOneOut || resolved.toolPoisoning.attention);
     if (pre && !(pre.reason === 'no-untrusted-spans' && toolSignals)) return pre;
+    // Stops this call's model work on the caller's abort or on the deadline.
+    const stopWork = new AbortController();
+    const forwardAbort = () => stopWork.abort(opts.signal?.reason);
+    if (opts.signal?.aborted) forwardAbort();
+    else opts.signal?.addEventListener('abort', forwardAbort, { once: true });
     try {
-      return await withDeadline(score(context, opts.signal), opts.signal);
+      return await withDeadline(score(context, stopWork.signal), opts.signal, stopWork);
     } catch (error) {
       if (isEdgeArmorError(error) && error.code === 'aborted') throw error;
       if (opts.signal?.aborted) throw new GuardAbortedError('the check was aborted by the caller');
       return failureVerdict(error, resolved, context.privileged, { ...(status.backend ? { backend: status.backend } : {}) });
+    } finally {
+      opts.signal?.removeEventListener('abort', forwardAbort);
     }
   }
 
