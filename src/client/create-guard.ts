@@ -19,6 +19,7 @@ import { failureVerdict, preflightVerdict, type Verdict } from '../core/verdict.
 import { defendWith } from '../engine/local-guard.js';
 import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../engine/remote-proxy.js';
 import { connectWorker, type WorkerConnection, type WorkerLike } from './endpoint.js';
+import { heartbeatOptions, startHeartbeat } from './heartbeat.js';
 import type { BackendPreference, GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
 import type { ModelManifest, ModelVariant } from '../engine/model-files.js';
 import type { ScoringMode } from '../engine/engine.js';
@@ -69,6 +70,14 @@ export interface CreateGuardOptions extends GuardOptions {
    * @defaultValue 2000
    */
   stuckWorkerGraceMs?: number;
+  /**
+   * While calls are in flight the worker is pinged; one that leaves a ping unanswered this long is
+   * treated as crashed (a browser Worker that dies silently gives no event), its calls get the
+   * failure policy and the next call starts a new worker. Keep it above the longest single
+   * inference run (a wasm run blocks the worker); null turns the heartbeat off.
+   * @defaultValue 10000
+   */
+  heartbeatTimeoutMs?: number | null;
 }
 
 /** The embedded model's path under the app's public root. */
@@ -77,6 +86,7 @@ export const DEFAULT_MODEL_URL = 'models/edgearmor-proxy/';
 // How long dispose() waits for the worker to release its session before terminating it anyway.
 const DISPOSE_GRACE_MS = 2_000;
 const STUCK_WORKER_GRACE_MS = 2_000;
+const HEARTBEAT_TIMEOUT_MS = 10_000;
 
 /** A guard whose model runs in a worker; same interface as the in-process guard. */
 export interface WorkerGuard extends Guard {
@@ -128,12 +138,13 @@ function unwrap<T>(result: WireResult<T>): T {
 
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
-  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, scoring, onProgress, stuckWorkerGraceMs, remoteProxy, chatTemplate, modelManifest, ...guardOptions } = options;
+  const { worker, modelUrl: _modelUrl, modelDir: _modelDir, modelVariant, backend, wasmThreads, wasmPaths, maxBatchTokens, scoring, onProgress, stuckWorkerGraceMs, heartbeatTimeoutMs, remoteProxy, chatTemplate, modelManifest, ...guardOptions } = options;
   const resolved: ResolvedGuardOptions = resolveOptions(guardOptions);
   const stuckGraceMs = stuckWorkerGraceMs ?? STUCK_WORKER_GRACE_MS;
   if (!Number.isFinite(stuckGraceMs) || stuckGraceMs < 0) {
     throw new InvalidOptionsError(`Invalid option stuckWorkerGraceMs: received ${String(stuckWorkerGraceMs)}; allowed: a finite number of milliseconds >= 0.`, { option: 'stuckWorkerGraceMs' });
   }
+  const heartbeat = heartbeatOptions(heartbeatTimeoutMs, HEARTBEAT_TIMEOUT_MS);
   const init: WorkerInitOptions = {
     guard: guardOptions,
     model: modelLocation(options),
@@ -197,6 +208,12 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       },
     };
     connection.onCrash((reason) => session.kill(reason));
+    if (heartbeat) {
+      startHeartbeat(
+        { ping: () => remote.status(), active: () => session.inFlight.size > 0, dead: () => session.dead, onSilent: (ms) => session.kill(`it answered no heartbeat for ${ms} ms`) },
+        heartbeat,
+      );
+    }
     const progress = (event: GuardProgress) => {
       if (event.type === 'ready') lastStatus = event.status;
       onProgress?.(event);
