@@ -25,14 +25,13 @@ const PROPERTY_TIMEOUT_MS = 120_000;
 const CONTROL_TOKENS = ['<|user|>', '<|end|>', '<|assistant|>', '<|tool|>', '<|result|>', '<|tool_def|>', '<|call|>', '<|system|>', '<|bos|>', '<|eos|>', '<|pad|>', '<|im_start|>', '<|im_end|>', '<s>', '</s>', '[INST]', '<start_of_turn>'];
 const TOOL_NAMES = ['read_file', 'send_money', 'search_web'];
 
-/** Text from every plane, control-token strings, and (rarely) a lone surrogate. */
+/** Text from every plane and control-token strings (lone surrogates come in through `anyInput`). */
 const hostileText: fc.Arbitrary<string> = fc
   .array(
     fc.oneof(
       { weight: 4, arbitrary: fc.string({ unit: 'binary', maxLength: 12 }) },
       { weight: 2, arbitrary: fc.constantFrom(...CONTROL_TOKENS) },
       { weight: 1, arbitrary: fc.constantFrom('\u0000', '\u2060', '\uFEFF', '\u{10FFFF}', '\u{1F600}', '\u{20000}', '\u{E0001}', '\r\n') },
-      { weight: 1, arbitrary: fc.constantFrom('\uD800', '\uDFFF') },
     ),
     { maxLength: 6 },
   )
@@ -79,7 +78,9 @@ const guardCase = fc.record(
 
 /** Anything at all, including shapes that are nearly guard cases. */
 const anyInput = fc.oneof(
-  { weight: 3, arbitrary: guardCase as fc.Arbitrary<unknown> },
+  { weight: 6, arbitrary: guardCase as fc.Arbitrary<unknown> },
+  // A lone surrogate has no UTF-8 form: the one kind of text the guard refuses.
+  { weight: 1, arbitrary: guardCase.map((c) => ({ ...c, messages: [...c.messages, { role: 'tool', tool_name: 'read_file', content: 'half \uD800 pair' }] })) },
   { weight: 1, arbitrary: fc.anything() },
   { weight: 1, arbitrary: fc.record({ messages: fc.array(fc.anything(), { maxLength: 3 }), action: fc.anything() }) },
 );
@@ -132,9 +133,9 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('check() on any input', () => {
         }),
         { seed: SEED, numRuns: NUM_RUNS },
       );
-      // Both outcomes were exercised, so neither path is vacuous.
-      expect(seen.verdicts).toBeGreaterThan(0);
-      expect(seen.errors).toBeGreaterThan(0);
+      // Both outcomes are common (57 verdicts, 43 errors under this seed), so neither path is vacuous.
+      expect(seen.verdicts).toBeGreaterThanOrEqual(NUM_RUNS / 4);
+      expect(seen.errors).toBeGreaterThanOrEqual(NUM_RUNS / 10);
     },
     PROPERTY_TIMEOUT_MS,
   );
