@@ -75,7 +75,7 @@ export interface CreateGuardOptions extends GuardOptions {
    * treated as crashed (a browser Worker that dies silently gives no event), its calls get the
    * failure policy and the next call starts a new worker. Keep it above the longest single
    * inference run (a wasm run blocks the worker); null turns the heartbeat off.
-   * @defaultValue 10000
+   * @defaultValue 10000 for browser Workers; off for Node worker_threads (they report their exit) unless set
    */
   heartbeatTimeoutMs?: number | null;
 }
@@ -182,7 +182,8 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
 
   function startSession(): Session {
     const id = ++sessionCount;
-    const connection = connectWorker(makeWorker());
+    const workerInstance = makeWorker();
+    const connection = connectWorker(workerInstance);
     const remote = Comlink.wrap<GuardWorkerApi>(connection.endpoint);
     let rejectCrash: (error: Error) => void = () => undefined;
     const crashed = new Promise<never>((_, reject) => {
@@ -208,7 +209,10 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       },
     };
     connection.onCrash((reason) => session.kill(reason));
-    if (heartbeat) {
+    // Node worker_threads always report their exit, and a wasm run there blocks the thread for seconds (the
+    // soak's first check: 10 s), so only browser Workers get the heartbeat unless heartbeatTimeoutMs is set.
+    const isNodeWorker = typeof (workerInstance as { on?: unknown }).on === 'function';
+    if (heartbeat && (heartbeatTimeoutMs !== undefined || !isNodeWorker)) {
       startHeartbeat(
         { ping: () => remote.status(), active: () => session.inFlight.size > 0, dead: () => session.dead, onSilent: (ms) => session.kill(`it answered no heartbeat for ${ms} ms`) },
         heartbeat,
