@@ -28,7 +28,10 @@ export async function settle<T>(work: () => Promise<T>): Promise<WireResult<T>> 
   }
 }
 
-/** Backend preference: 'auto' is WebGPU when an adapter exists, else wasm (browser) or onnxruntime-node, else wasm (Node). */
+/**
+ * Backend preference: 'auto' is WebGPU when an adapter exists, else wasm (browser) or onnxruntime-node, else wasm (Node).
+ * A Node worker thread always runs wasm (see NATIVE_IN_WORKER_THREAD_REASON in worker-service.ts).
+ */
 export type BackendPreference = 'auto' | 'webgpu' | 'wasm' | 'node';
 
 /** Where the worker reads the model from: a base URL (browser, fetched and cached) or a directory (Node). */
