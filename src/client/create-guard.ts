@@ -75,7 +75,7 @@ export interface CreateGuardOptions extends GuardOptions {
    * treated as crashed (a browser Worker that dies silently gives no event), its calls get the
    * failure policy and the next call starts a new worker. Keep it above the longest single
    * inference run (a wasm run blocks the worker); null turns the heartbeat off.
-   * @defaultValue 10000 for browser Workers; off for Node worker_threads (they report their exit) unless set
+   * Pings start once the model has loaded. @defaultValue 15000 for browser Workers; off for Node worker_threads (they report their exit) unless set
    */
   heartbeatTimeoutMs?: number | null;
 }
@@ -86,7 +86,8 @@ export const DEFAULT_MODEL_URL = 'models/edgearmor-proxy/';
 // How long dispose() waits for the worker to release its session before terminating it anyway.
 const DISPOSE_GRACE_MS = 2_000;
 const STUCK_WORKER_GRACE_MS = 2_000;
-const HEARTBEAT_TIMEOUT_MS = 10_000;
+// Above a first wasm check on the embedded model (10.4 s in a Node worker thread on 2 busy cores).
+const HEARTBEAT_TIMEOUT_MS = 15_000;
 
 /** A guard whose model runs in a worker; same interface as the in-process guard. */
 export interface WorkerGuard extends Guard {
@@ -212,9 +213,12 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
     // Node worker_threads always report their exit, and a wasm run there blocks the thread for seconds (the
     // soak's first check: 10 s), so only browser Workers get the heartbeat unless heartbeatTimeoutMs is set.
     const isNodeWorker = typeof (workerInstance as { on?: unknown }).on === 'function';
+    // Not while the model loads: compiling wasm and creating the session block a fresh worker for over
+    // 10 s in Chromium on 2 busy cores (demo-dev's crash test), which a heartbeat would take for a death.
+    let loaded = false;
     if (heartbeat && (heartbeatTimeoutMs !== undefined || !isNodeWorker)) {
       startHeartbeat(
-        { ping: () => remote.status(), active: () => session.inFlight.size > 0, dead: () => session.dead, onSilent: (ms) => session.kill(`it answered no heartbeat for ${ms} ms`) },
+        { ping: () => remote.status(), active: () => loaded && session.inFlight.size > 0, dead: () => session.dead, onSilent: (ms) => session.kill(`it answered no heartbeat for ${ms} ms`) },
         heartbeat,
       );
     }
@@ -226,7 +230,10 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       lastStatus = status;
       return status;
     });
-    session.init.catch(() => undefined);
+    session.init.then(
+      () => (loaded = true),
+      () => (loaded = true),
+    );
     return session;
   }
 

@@ -59,7 +59,7 @@ export function startHeartbeat(target: HeartbeatTarget, options: { intervalMs: n
 }
 
 /** The heartbeat's timing for createGuard's `heartbeatTimeoutMs` (null: off): pings at a quarter of the timeout, at most every second. */
-export function heartbeatOptions(timeoutMs: number | null | undefined, defaultTimeoutMs = 10_000): { intervalMs: number; timeoutMs: number } | null {
+export function heartbeatOptions(timeoutMs: number | null | undefined, defaultTimeoutMs = 15_000): { intervalMs: number; timeoutMs: number } | null {
   if (timeoutMs === null) return null;
   const t = timeoutMs ?? defaultTimeoutMs;
   if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0) {

@@ -141,6 +141,6 @@ describe('a crashed browser worker', () => {
     expect(() => heartbeatOptions(0)).toThrow(/heartbeatTimeoutMs: received 0; allowed: a finite number of milliseconds > 0, or null/);
     expect(() => createGuard({ worker: () => new FakeBrowserWorker({ value: false }), modelUrl: 'https://example.test/m/', heartbeatTimeoutMs: Number.NaN })).toThrow(/heartbeatTimeoutMs/);
     expect(heartbeatOptions(null)).toBeNull();
-    expect(heartbeatOptions(undefined)).toEqual({ intervalMs: 1000, timeoutMs: 10_000 });
+    expect(heartbeatOptions(undefined)).toEqual({ intervalMs: 1000, timeoutMs: 15_000 });
   });
 });
