@@ -7,10 +7,12 @@
  *    tokenizing, to as much head and tail as the window could ever keep of it (the truncation
  *    policy cuts the middle too); the cut is reported per message in the truncation report.
  *    A user message that long can never fit (user turns are never cut): ContextTooLongError at once.
- * 2. Long texts are tokenized in chunks that yield to the event loop and stop on the signal.
+ * 2. Long texts (message contents, history calls, tool definitions) are tokenized in chunks that
+ *    yield to the event loop and stop on the signal; a tool definition only until it is known not to fit.
  */
 import { ContextTooLongError } from '../core/errors.js';
 import type { StructuredContext } from '../core/context.js';
+import { callJson, toolDefText } from './chat-format.js';
 import type { ProxyTokenizer } from './tokenizer.js';
 
 /** Texts longer than this are tokenized in chunks; shorter ones in one call, exactly as before. */
@@ -82,10 +84,13 @@ function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new DOMException('The check was stopped.', 'AbortError');
 }
 
-/** Token ids of a long text, a chunk at a time, yielding between chunks and stopping on the signal. */
-export async function encodeTextChunked(tokenizer: Pick<ProxyTokenizer, 'encodeText'>, text: string, signal?: AbortSignal): Promise<number[]> {
+/**
+ * Token ids of a long text, a chunk at a time, yielding between chunks and stopping on the signal;
+ * with `maxIds`, only until there are more than that many (enough to know the text cannot fit).
+ */
+export async function encodeTextChunked(tokenizer: Pick<ProxyTokenizer, 'encodeText'>, text: string, signal?: AbortSignal, maxIds = Infinity): Promise<number[]> {
   const ids: number[] = [];
-  for (let start = 0; start < text.length; ) {
+  for (let start = 0; start < text.length && ids.length <= maxIds; ) {
     throwIfAborted(signal);
     const end = chunkEnd(text, start);
     for (const id of tokenizer.encodeText(text.slice(start, end))) ids.push(id);
@@ -117,8 +122,20 @@ export async function boundLongTexts(tokenizer: ProxyTokenizer, context: Structu
     return { ...m, content: m.content.slice(0, head) + m.content.slice(tail) };
   });
   const cache = new Map<string, number[]>();
+  const long = (text: string) => text.length >= CHUNKED_TOKENIZE_MIN_CHARS && !cache.has(text);
   for (const m of messages) {
-    if (m.content.length >= CHUNKED_TOKENIZE_MIN_CHARS && !cache.has(m.content)) cache.set(m.content, await encodeTextChunked(tokenizer, m.content, signal));
+    if (long(m.content)) cache.set(m.content, await encodeTextChunked(tokenizer, m.content, signal));
+    // The calls of history messages (EdgeArmor's format encodes each as callJson text).
+    for (const c of m.tool_calls ?? []) {
+      const text = callJson(c.name, c.arguments);
+      if (long(text)) cache.set(text, await encodeTextChunked(tokenizer, text, signal));
+    }
+  }
+  for (const tool of context.tools) {
+    const text = toolDefText(tool);
+    // A definition with more ids than the window makes the truncation policy drop every definition,
+    // so its ids past that are never used: tokenizing stops there (EdgeArmor's format; templates render tools themselves).
+    if (long(text)) cache.set(text, await encodeTextChunked(tokenizer, text, signal, budgetTokens));
   }
   throwIfAborted(signal);
   if (cache.size === 0 && Object.keys(cutChars).length === 0) return { context, tokenizer, cutChars };

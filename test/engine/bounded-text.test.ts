@@ -133,3 +133,54 @@ describe.skipIf(!HAS_MODEL)('a check on seven 999,000-character CJK tool results
     }
   }, SLOW_TEST_TIMEOUT_MS);
 });
+
+describe.skipIf(!HAS_MODEL)('long text outside tool results', () => {
+  let guard: LocalGuard | undefined;
+  afterAll(() => guard?.dispose());
+
+  /** Runs a check and measures the longest event-loop gap (a 5 ms ticker). */
+  async function checkWithGap(input: GuardInput): Promise<{ verdict: Awaited<ReturnType<LocalGuard['check']>>; longestGapMs: number }> {
+    guard ??= createNodeGuard({ modelDir: MODEL_DIR, timeoutMs: TIMEOUT_MS });
+    await guard.ready;
+    let last = performance.now();
+    let longestGapMs = 0;
+    const ticker = setInterval(() => {
+      const now = performance.now();
+      longestGapMs = Math.max(longestGapMs, now - last);
+      last = now;
+    }, 5);
+    const verdict = await guard.check(input);
+    await new Promise((r) => setTimeout(r, 20));
+    clearInterval(ticker);
+    return { verdict, longestGapMs };
+  }
+
+  const base = (): GuardInput => ({
+    messages: [
+      { role: 'user', content: 'Pay the invoice.' },
+      { role: 'assistant', content: '', tool_calls: [{ name: 'read_doc', arguments: {} }] },
+      { role: 'tool', tool_name: 'read_doc', content: 'Invoice: 5 EUR to DE89370400440532013000.' },
+    ],
+    tools: [{ name: 'send_money', description: 'Sends money.', parameters: { type: 'object' } }],
+    action: { name: 'send_money', arguments: { iban: 'DE89370400440532013000', amount: 5 } },
+  });
+
+  it('tokenizes a 999,000-character tool description only until it cannot fit: definitions dropped and reported, no stall (was 7 s)', async () => {
+    const input = base();
+    input.tools = [{ name: 'send_money', description: cjk(RESULT_CHARS, 7), parameters: { type: 'object' } }];
+    const { verdict, longestGapMs } = await checkWithGap(input);
+    expect(longestGapMs).toBeLessThan(MAX_STALL_MS);
+    expect(verdict.reason).toBe('model');
+    expect(verdict.truncation?.droppedToolDefinitions).toBe(true);
+    expect(verdict.toolPoisoning?.unavailable).toContain('tool definitions were dropped to fit the context window');
+  }, SLOW_TEST_TIMEOUT_MS);
+
+  it('answers a history call with a 999,000-character argument by a verdict or the timeout policy, never an internal error (push(...ids) overflowed the stack)', async () => {
+    const input = base();
+    input.messages[1] = { role: 'assistant', content: '', tool_calls: [{ name: 'read_doc', arguments: { q: 'q '.repeat(RESULT_CHARS / 2) } }] };
+    const { verdict, longestGapMs } = await checkWithGap(input);
+    expect(longestGapMs).toBeLessThan(MAX_STALL_MS);
+    if (verdict.reason === 'failure-policy') expect(verdict).toMatchObject({ decision: 'block', error: { code: 'timeout' } });
+    else expect(verdict.reason).toBe('model');
+  }, SLOW_TEST_TIMEOUT_MS);
+});
