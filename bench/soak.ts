@@ -9,12 +9,22 @@
  * as a mismatch. Memory (RSS and JS heap of the whole process: the worker thread lives in it) is
  * sampled every 250 checks; growth after the warm-up must stay under the stated bounds.
  *
+ * 4. Faults: F checks on a second guard with a realistic timeoutMs, each hit at a random point (seeded)
+ *    by a worker kill (`worker.terminate()`), an abort of its signal, or nothing. Every answer must be
+ *    its case's reference verdict, a failure-policy block (worker-crashed, timeout), or for an abort
+ *    GuardAbortedError; never an allow by failure, another rejection or a hang, and the host lives on.
+ * Every check's answer time is recorded (worst per phase against its timeoutMs; the goal is within
+ * timeoutMs + 250 ms) and the event loop's longest stall over the whole run (a 5 ms ticker's longest
+ * gap, and monitorEventLoopDelay's max).
+ *
  * Flags: --sequential N (default 5000), --concurrent C (default 200), --cases K (default 40),
+ * --faults F (default 200), --fault-timeout-ms T (default 10000: above a wasm check on the embedded model), --seed S (default 22),
  * --out FILE (default eval/results/soak-<date>.json). Exit status 1 when any check fails.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { createGuard } from '../src/client/create-guard.js';
@@ -40,6 +50,9 @@ const { values } = parseArgs({
     sequential: { type: 'string', default: '5000' },
     concurrent: { type: 'string', default: '200' },
     cases: { type: 'string', default: '40' },
+    faults: { type: 'string', default: '200' },
+    'fault-timeout-ms': { type: 'string', default: '10000' },
+    seed: { type: 'string', default: '22' },
     out: { type: 'string' },
   },
 });
@@ -51,6 +64,18 @@ const positiveInt = (name: string, raw: string): number => {
 const N_SEQ = positiveInt('sequential', values.sequential);
 const N_CONC = positiveInt('concurrent', values.concurrent);
 const K = positiveInt('cases', values.cases);
+const N_FAULTS = positiveInt('faults', values.faults);
+const FAULT_TIMEOUT_MS = positiveInt('fault-timeout-ms', values['fault-timeout-ms']);
+let seed = positiveInt('seed', values.seed);
+/** Seeded uniform [0, 1) (mulberry32), so a failing fault sequence can be replayed. */
+const random = () => {
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+};
+// The goal of issue 22: every answer within timeoutMs + 250 ms.
+const ANSWER_SLACK_MS = 250;
 const date = new Date().toISOString().slice(0, 10);
 const outFile = values.out ?? `${ROOT}eval/results/soak-${date}.json`;
 
@@ -85,6 +110,26 @@ const cases = Array.from({ length: K }, (_, i) => {
   return { id: c.id, input: { messages: c.messages, action: { name: c.action.name, arguments: c.action.arguments }, tools: c.tools } };
 });
 const guard = createGuard({ worker: () => new Worker(BOOTSTRAP, { eval: true }), modelDir: MODEL_DIR, backend: 'node', timeoutMs: TIMEOUT_MS });
+const answerMs: Record<string, number[]> = { sequential: [], concurrent: [], faults: [] };
+const timed = async <T>(phase: string, work: Promise<T>): Promise<T> => {
+  const start = performance.now();
+  try {
+    return await work;
+  } finally {
+    answerMs[phase]!.push(performance.now() - start);
+  }
+};
+// monitorEventLoopDelay samples on a timer and can miss one long block; the ticker measures the gaps directly.
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
+let lastTick = performance.now();
+let longestGapMs = 0;
+const ticker = setInterval(() => {
+  const now = performance.now();
+  longestGapMs = Math.max(longestGapMs, now - lastTick);
+  lastTick = now;
+}, 5);
+ticker.unref();
 const failures: Array<{ phase: string; index: number; case: string; problem: string }> = [];
 const memory: MemSample[] = [];
 const t0 = performance.now();
@@ -101,7 +146,7 @@ try {
   const tSeq = performance.now();
   for (let i = 0; i < N_SEQ; i++) {
     const k = i % K;
-    const problem = mismatch(await guard.check(cases[k]!.input), expected[k]!);
+    const problem = mismatch(await timed('sequential', guard.check(cases[k]!.input)), expected[k]!);
     if (problem) failures.push({ phase: 'sequential', index: i, case: cases[k]!.id, problem });
     if ((i + 1) % SAMPLE_EVERY === 0) {
       memory.push(sample(i + 1));
@@ -111,7 +156,7 @@ try {
   }
   const seqSeconds = (performance.now() - tSeq) / 1000;
   const tConc = performance.now();
-  const answers = await Promise.allSettled(Array.from({ length: N_CONC }, (_, i) => guard.check(cases[i % K]!.input)));
+  const answers = await Promise.allSettled(Array.from({ length: N_CONC }, (_, i) => timed('concurrent', guard.check(cases[i % K]!.input))));
   const concSeconds = (performance.now() - tConc) / 1000;
   answers.forEach((a, i) => {
     const k = i % K;
@@ -119,6 +164,60 @@ try {
     if (problem) failures.push({ phase: 'concurrent', index: i, case: cases[k]!.id, problem });
   });
   memory.push(sample(N_SEQ + N_CONC));
+
+  // Faults: a second guard with a realistic timeoutMs; its worker is killed, or a call aborted, at random points.
+  let faultWorker: Worker | undefined;
+  const faultGuard = createGuard({ worker: () => (faultWorker = new Worker(BOOTSTRAP, { eval: true })), modelDir: MODEL_DIR, backend: 'node', timeoutMs: FAULT_TIMEOUT_MS });
+  const faultCounts = { kill: 0, abort: 0, none: 0, answered_reference: 0, failure_policy: 0, aborted: 0 };
+  const tFaults = performance.now();
+  try {
+    await faultGuard.ready;
+    for (let i = 0; i < N_FAULTS; i++) {
+      const k = i % K;
+      const fault = random() < 0.4 ? 'kill' : random() < 0.5 ? 'abort' : 'none';
+      faultCounts[fault] += 1;
+      const controller = new AbortController();
+      const answer = timed('faults', faultGuard.check(cases[k]!.input, { signal: controller.signal })).then(
+        (v) => ({ v }),
+        (e: { code?: string; message?: string }) => ({ e }),
+      );
+      // A random point within a check's usual span (the reference phase's checks take tens to hundreds of ms).
+      const delay = Math.floor(random() * 300);
+      const hit = setTimeout(() => {
+        if (fault === 'kill') void faultWorker?.terminate();
+        if (fault === 'abort') controller.abort();
+      }, delay);
+      const got = await answer;
+      clearTimeout(hit);
+      let problem: string | null = null;
+      if ('e' in got) {
+        if (fault === 'abort' && got.e.code === 'aborted') faultCounts.aborted += 1;
+        else problem = `rejected: ${got.e.code ?? ''} ${got.e.message ?? String(got.e)}`;
+      } else if (got.v.reason === 'failure-policy') {
+        if (got.v.decision !== 'block') problem = `failure-policy ${got.v.decision} (${got.v.error?.code})`;
+        else if (!['worker-crashed', 'timeout'].includes(got.v.error?.code ?? '')) problem = `failure-policy block for ${got.v.error?.code}: ${got.v.error?.message}`;
+        else faultCounts.failure_policy += 1;
+      } else {
+        problem = mismatch(got.v, expected[k]!);
+        if (!problem) faultCounts.answered_reference += 1;
+      }
+      if (problem) failures.push({ phase: `faults (${fault} at ${delay} ms)`, index: i, case: cases[k]!.id, problem });
+    }
+  } finally {
+    await faultGuard.dispose();
+  }
+  const faultSeconds = (performance.now() - tFaults) / 1000;
+  memory.push(sample(N_SEQ + N_CONC + N_FAULTS));
+  clearInterval(ticker);
+  loopDelay.disable();
+  const worst = (xs: number[]) => (xs.length ? Math.round(Math.max(...xs)) : null);
+  const worstFaultMs = worst(answerMs['faults']!);
+  const answerTimes = {
+    sequential: { worst_ms: worst(answerMs['sequential']!), timeout_ms: TIMEOUT_MS },
+    concurrent: { worst_ms: worst(answerMs['concurrent']!), timeout_ms: TIMEOUT_MS },
+    faults: { worst_ms: worstFaultMs, timeout_ms: FAULT_TIMEOUT_MS, goal_ms: FAULT_TIMEOUT_MS + ANSWER_SLACK_MS, within_goal: worstFaultMs !== null && worstFaultMs <= FAULT_TIMEOUT_MS + ANSWER_SLACK_MS },
+  };
+  const longestStallMs = Math.round(Math.max(longestGapMs, loopDelay.max / 1e6));
 
   const afterWarmup = memory.filter((m) => m.checks >= Math.min(WARMUP_CHECKS, N_SEQ));
   const base = afterWarmup[0] ?? memory[0]!;
@@ -133,7 +232,11 @@ try {
     cases: K,
     sequential: { checks: N_SEQ, seconds: seqSeconds, checks_per_second: N_SEQ / seqSeconds },
     concurrent: { checks: N_CONC, seconds: concSeconds },
-    answered: N_SEQ + N_CONC - failures.filter((f) => f.phase !== 'reference' && f.problem.startsWith('rejected')).length,
+    faults: { checks: N_FAULTS, seconds: faultSeconds, timeout_ms: FAULT_TIMEOUT_MS, seed: Number(values.seed), ...faultCounts },
+    answer_times: answerTimes,
+    longest_event_loop_stall_ms: longestStallMs,
+    host_alive: true,
+    answered: N_SEQ + N_CONC + N_FAULTS - failures.filter((f) => f.phase !== 'reference' && f.problem.startsWith('rejected')).length,
     failures,
     memory: {
       samples: memory,
@@ -144,14 +247,16 @@ try {
       ok: memoryOk,
     },
     total_seconds: (performance.now() - t0) / 1000,
-    ok: failures.length === 0 && memoryOk,
+    ok: failures.length === 0 && memoryOk && answerTimes.faults.within_goal,
   };
   mkdirSync(dirname(outFile), { recursive: true });
   writeFileSync(outFile, `${JSON.stringify(report, null, 1)}\n`);
   console.log(
-    `soak ${report.ok ? 'passed' : 'FAILED'}: ${report.answered} of ${N_SEQ + N_CONC} answered, ${failures.length} mismatches; ` +
+    `soak ${report.ok ? 'passed' : 'FAILED'}: ${report.answered} of ${N_SEQ + N_CONC + N_FAULTS} answered, ${failures.length} mismatches; ` +
       `sequential ${report.sequential.checks_per_second.toFixed(2)} checks/s, ${N_CONC} concurrent in ${concSeconds.toFixed(1)} s; ` +
-      `RSS +${rssGrowth.toFixed(1)} MB, heap +${heapGrowth.toFixed(1)} MB after ${base.checks} checks (bounds ${RSS_GROWTH_BOUND_MB} / ${HEAP_GROWTH_BOUND_MB} MB); ${outFile}`,
+      `RSS +${rssGrowth.toFixed(1)} MB, heap +${heapGrowth.toFixed(1)} MB after ${base.checks} checks (bounds ${RSS_GROWTH_BOUND_MB} / ${HEAP_GROWTH_BOUND_MB} MB); ` +
+      `${N_FAULTS} fault checks (${faultCounts.kill} kills, ${faultCounts.abort} aborts): worst answer ${worstFaultMs} ms against timeoutMs ${FAULT_TIMEOUT_MS}; ` +
+      `longest event-loop stall ${longestStallMs} ms; host alive; ${outFile}`,
   );
   for (const f of failures.slice(0, 10)) console.log(`  ${f.phase} #${f.index} ${f.case}: ${f.problem}`);
   process.exitCode = report.ok ? 0 : 1;

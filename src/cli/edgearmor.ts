@@ -7,10 +7,10 @@ import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { parseGuardInput } from '../core/adapters.js';
-import { EdgeArmorError, InvalidInputError } from '../core/errors.js';
+import { EdgeArmorError } from '../core/errors.js';
+import { resolveOptions } from '../core/options.js';
+import { problemLines, readCases, type CaseFileProblem } from './case-file.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE, variantFlag, withNegativeNumbers } from './flags.js';
-import type { GuardInput } from '../core/types.js';
 import type { ToolPoisoningVerdict } from '../core/tool-poisoning.js';
 import type { Verdict } from '../core/verdict.js';
 import type { HubTreeEntry } from '../engine/files-node.js';
@@ -52,46 +52,7 @@ edgearmor manifest <dir> [--name <model name>] [--hub-tree <tree.json>]
   https://huggingface.co/api/models/<repo>/tree/<revision>?recursive=true), every file must first
   match the hash the hub records for it.`;
 
-/** A case with its id for reporting. */
-interface NumberedCase {
-  id: string;
-  input: GuardInput;
-}
-
-/** Reads guard cases from a .json (one case or an array) or .jsonl file; every case is validated. */
-export function readCases(path: string): NumberedCase[] {
-  if (!existsSync(path)) throw new InvalidInputError(`${path}: no such file`, { path });
-  const text = readFileSync(path, 'utf8');
-  const raw: Array<{ value: unknown; where: string }> = [];
-  if (path.endsWith('.jsonl') || path.endsWith('.ndjson')) {
-    text.split('\n').forEach((line, i) => {
-      if (line.trim() === '') return;
-      try {
-        raw.push({ value: JSON.parse(line), where: `line ${i + 1}` });
-      } catch (e) {
-        throw new InvalidInputError(`${path}: line ${i + 1} is not valid JSON (${(e as Error).message})`, { path, line: i + 1 });
-      }
-    });
-  } else {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch (e) {
-      throw new InvalidInputError(`${path}: not valid JSON (${(e as Error).message}); give a case, an array of cases, or a .jsonl file`, { path });
-    }
-    (Array.isArray(parsed) ? parsed : [parsed]).forEach((value, i) => raw.push({ value, where: Array.isArray(parsed) ? `item ${i}` : 'the case' }));
-  }
-  if (raw.length === 0) throw new InvalidInputError(`${path}: no cases found`, { path });
-  return raw.map(({ value, where }, i) => {
-    try {
-      const input = parseGuardInput(value);
-      const id = (value as { id?: unknown }).id;
-      return { id: typeof id === 'string' || typeof id === 'number' ? String(id) : String(i + 1), input };
-    } catch (e) {
-      throw new InvalidInputError(`${path}: ${where}: ${(e as Error).message}`, { path });
-    }
-  });
-}
+export { readCases, type NumberedCase } from './case-file.js';
 
 /** The --json record's schema version (README "The --json record"): new fields keep it, a changed or removed field bumps it. */
 export const VERDICT_RECORD_SCHEMA_VERSION = 1;
@@ -119,6 +80,7 @@ export function verdictRecord(id: string, v: Verdict): Record<string, unknown> {
       ? {
           dropped_tool_definitions: v.truncation.droppedToolDefinitions,
           shortened_messages: Object.entries(v.truncation.shortenedMessages).map(([index, tokens]) => ({ message_index: Number(index), tokens_removed: tokens })),
+          chars_cut_before_tokenizing: Object.entries(v.truncation.charsCutBeforeTokenizing ?? {}).map(([index, chars]) => ({ message_index: Number(index), chars_removed: chars })),
         }
       : null,
     backend: v.backend ?? null,
@@ -167,7 +129,17 @@ async function check(args: string[]): Promise<void> {
   }
   if (positionals.length !== 1) fail(`check takes one file, received ${positionals.length}; see edgearmor check --help`);
   const { options, variant, remoteProxy, chatTemplate } = guardOptionsFrom(values);
-  const cases = readCases(positionals[0]!);
+  const file = positionals[0]!;
+  let cases: ReturnType<typeof readCases>;
+  try {
+    // The whole file, with the resolved options, before the model loads: no verdict is printed for a file with any bad case.
+    cases = readCases(file, resolveOptions(options));
+  } catch (e) {
+    const problems = (e as EdgeArmorError).details?.['problems'];
+    if (!Array.isArray(problems)) throw e;
+    process.stderr.write(`${problemLines(file, problems as unknown as CaseFileProblem[]).join('\n')}\n`);
+    process.exit(2);
+  }
 
   // The engine (onnxruntime, transformers.js) loads only after the input has been validated.
   const { createNodeGuard } = await import('../node.js');
@@ -254,6 +226,11 @@ async function serveProxy(args: string[]): Promise<void> {
 /** Runs the command line with argv (without node and script). */
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  // `edgearmor check FILE | head -1`: a reader that went away ends the command quietly, not with an EPIPE stack trace.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(0);
+    throw e;
+  });
   try {
     switch (command) {
       case 'check':

@@ -47,13 +47,16 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
     const mg = tp.attention;
     if (mg) {
       const top = [...mg.air].sort((x, y) => y.air - x.air)[0];
-      const where = top ? ` on ${top.tool} (${top.flow} flow)` : '';
-      lines.push(`  MindGuard attention: max AIR ${num(mg.score)}${where}, threshold ${num(mg.threshold, 2)}${mg.detected ? `  FLAGGED: tool ${mg.poisonedTool} pulls the call (its description or its results)` : ''}`);
+      const where = top ? ` on ${top.tool}` : '';
+      // The flow of a flagged tool is the verdict's: control when that tool chose the call, data when it set only arguments.
+      const flow = tp.detected && tp.sourceTool === mg.poisonedTool && tp.flow ? `, ${tp.flow} flow` : '';
+      lines.push(`  MindGuard attention: max AIR ${num(mg.score)}${where}, threshold ${num(mg.threshold, 2)}${mg.detected ? `  FLAGGED: tool ${mg.poisonedTool} pulls the call (its description or its results${flow})` : ''}`);
     }
     if (tp.unavailable.length > 0) lines.push(`  tool-description checks not run: ${tp.unavailable.join('; ')}`);
   }
   if (v.truncation) {
     const cut = Object.entries(v.truncation.shortenedMessages).map(([msg, tokens]) => `msg ${msg} lost ${tokens} tokens`);
+    for (const [msg, chars] of Object.entries(v.truncation.charsCutBeforeTokenizing ?? {})) cut.push(`msg ${msg} lost ${chars} characters before tokenizing`);
     if (v.truncation.droppedToolDefinitions) cut.unshift('tool definitions dropped');
     lines.push(`  truncated to fit the proxy's context window: ${cut.join('; ')}`);
   }

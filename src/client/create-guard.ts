@@ -19,6 +19,7 @@ import type { Verdict } from '../core/verdict.js';
 import { defendWith } from '../engine/local-guard.js';
 import { splitRuntimeOptions, type BackendPreference, type ModelRuntimeOptions } from '../engine/runtime-options.js';
 import { connectWorker, type WorkerConnection, type WorkerLike } from './endpoint.js';
+import { heartbeatOptions, startHeartbeat } from './heartbeat.js';
 import type { GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
 
 export type { WorkerLike } from './endpoint.js';
@@ -44,10 +45,18 @@ export interface CreateGuardOptions extends GuardOptions, ModelRuntimeOptions {
    * @defaultValue 2000
    */
   stuckWorkerGraceMs?: number;
+  /**
+   * While calls are in flight the worker is pinged; one that leaves a ping unanswered this long is
+   * treated as crashed (a browser Worker that dies silently gives no event), its calls get the
+   * failure policy and the next call starts a new worker. Keep it above the longest single
+   * inference run (a wasm run blocks the worker); null turns the heartbeat off.
+   * Pings start once the model has loaded. @defaultValue 15000 for browser Workers; off for Node worker_threads (they report their exit) unless set
+   */
+  heartbeatTimeoutMs?: number | null;
 }
 
 /** The options createGuard keeps on the page side; everything else is the guard's or the runtime's. */
-const CLIENT_OPTION_KEYS = ['worker', 'modelUrl', 'modelDir', 'backend', 'onProgress', 'stuckWorkerGraceMs'] as const satisfies ReadonlyArray<keyof CreateGuardOptions>;
+const CLIENT_OPTION_KEYS = ['worker', 'modelUrl', 'modelDir', 'backend', 'onProgress', 'stuckWorkerGraceMs', 'heartbeatTimeoutMs'] as const satisfies ReadonlyArray<keyof CreateGuardOptions>;
 
 /** The embedded model's path under the app's public root. */
 export const DEFAULT_MODEL_URL = 'models/edgearmor-proxy/';
@@ -55,6 +64,8 @@ export const DEFAULT_MODEL_URL = 'models/edgearmor-proxy/';
 // How long dispose() waits for the worker to release its session before terminating it anyway.
 const DISPOSE_GRACE_MS = 2_000;
 const STUCK_WORKER_GRACE_MS = 2_000;
+// Above a first wasm check on the embedded model (10.4 s in a Node worker thread on 2 busy cores).
+const HEARTBEAT_TIMEOUT_MS = 15_000;
 
 /** A guard whose model runs in a worker; same interface as the in-process guard. */
 export interface WorkerGuard extends Guard {
@@ -124,13 +135,14 @@ function isPrivilegedAction(raw: unknown, options: Pick<ResolvedGuardOptions, 'p
 
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
-  const { worker, backend, onProgress, stuckWorkerGraceMs } = options;
+  const { worker, backend, onProgress, stuckWorkerGraceMs, heartbeatTimeoutMs } = options;
   const { guard: guardOptions, runtime } = splitRuntimeOptions(options, CLIENT_OPTION_KEYS);
   const resolved: ResolvedGuardOptions = resolveOptions(guardOptions);
   const stuckGraceMs = stuckWorkerGraceMs ?? STUCK_WORKER_GRACE_MS;
   if (!Number.isFinite(stuckGraceMs) || stuckGraceMs < 0) {
     throw new InvalidOptionsError(`Invalid option stuckWorkerGraceMs: received ${String(stuckWorkerGraceMs)}; allowed: a finite number of milliseconds >= 0.`, { option: 'stuckWorkerGraceMs' });
   }
+  const heartbeat = heartbeatOptions(heartbeatTimeoutMs, HEARTBEAT_TIMEOUT_MS);
   const init: WorkerInitOptions = { ...runtime, guard: guardOptions, model: modelLocation(options), ...(backend !== undefined ? { backend } : {}) };
   // Fails here, not in the worker, when options cannot be cloned (functions, cycles).
   structuredClone(init);
@@ -156,7 +168,8 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
 
   function startSession(): Session {
     const id = ++sessionCount;
-    const connection = connectWorker(makeWorker());
+    const workerInstance = makeWorker();
+    const connection = connectWorker(workerInstance);
     const remote = Comlink.wrap<GuardWorkerApi>(connection.endpoint);
     let rejectCrash: (error: Error) => void = () => undefined;
     const crashed = new Promise<never>((_, reject) => {
@@ -182,6 +195,18 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       },
     };
     connection.onCrash((reason) => session.kill(reason));
+    // Node worker_threads always report their exit, and a wasm run there blocks the thread for seconds (the
+    // soak's first check: 10 s), so only browser Workers get the heartbeat unless heartbeatTimeoutMs is set.
+    const isNodeWorker = typeof (workerInstance as { on?: unknown }).on === 'function';
+    // Not while the model loads: compiling wasm and creating the session block a fresh worker for over
+    // 10 s in Chromium on 2 busy cores (demo-dev's crash test), which a heartbeat would take for a death.
+    let loaded = false;
+    if (heartbeat && (heartbeatTimeoutMs !== undefined || !isNodeWorker)) {
+      startHeartbeat(
+        { ping: () => remote.status(), active: () => loaded && session.inFlight.size > 0, dead: () => session.dead, onSilent: (ms) => session.kill(`it answered no heartbeat for ${ms} ms`) },
+        heartbeat,
+      );
+    }
     const progress = (event: GuardProgress) => {
       if (event.type === 'ready') lastStatus = event.status;
       onProgress?.(event);
@@ -190,7 +215,10 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       lastStatus = status;
       return status;
     });
-    session.init.catch(() => undefined);
+    session.init.then(
+      () => (loaded = true),
+      () => (loaded = true),
+    );
     return session;
   }
 
@@ -272,8 +300,11 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       if (used !== null && (code === 'device-lost' || code === 'out-of-memory')) (used as Session).kill(`${code} during inference`);
       return verdict;
     } catch (error) {
-      // The worker did not answer in time (it may be wedged): the core's failure policy answers instead, as in the in-process guard.
-      if (isEdgeArmorError(error) && error.code === 'timeout') return judgeFailure(error, { privileged: isPrivilegedAction(raw, resolved) }, resolved, extras());
+      // The worker did not answer in time (it may be wedged), or died under the call (security-model.md lists
+      // worker crash among the policy's failures): the core's failure policy answers, as in the in-process guard.
+      if (isEdgeArmorError(error) && (error.code === 'timeout' || error.code === 'worker-crashed')) {
+        return judgeFailure(error, { privileged: isPrivilegedAction(raw, resolved) }, resolved, extras());
+      }
       throw error;
     }
   }

@@ -23,6 +23,25 @@ export interface WorkerServiceDeps {
   gpu?: { requestAdapter(): Promise<unknown> } | undefined;
   /** Whether this is Node (worker_threads). @defaultValue detected from process.versions.node */
   isNode?: boolean;
+  /** Whether this Node code runs in a worker thread rather than the main thread. @defaultValue detected from worker_threads.isMainThread */
+  isWorkerThread?: boolean;
+}
+
+/**
+ * Why a Node worker thread runs onnxruntime-web (wasm) instead of onnxruntime-node: terminating a
+ * worker_threads Worker while onnxruntime-node runs (the client's crash recovery, the stuck-call
+ * watchdog, abort, dispose) throws a Napi::Error on a torn-down thread and aborts the whole host
+ * process (exit 134). Wasm stops with the thread. In the main thread, createNodeGuard keeps onnxruntime-node.
+ */
+export const NATIVE_IN_WORKER_THREAD_REASON =
+  'onnxruntime-node: not used inside a worker thread (terminating the worker during a native run would abort the whole process); onnxruntime-web wasm runs instead';
+
+async function detectWorkerThread(isNode: boolean): Promise<boolean> {
+  if (!isNode) return false;
+  // Hidden from bundlers: browser builds must not try to resolve node:worker_threads.
+  const specifier = 'node:worker_threads';
+  const { isMainThread } = (await import(/* @vite-ignore */ specifier)) as typeof import('node:worker_threads');
+  return !isMainThread;
 }
 
 /** The backends to try for a preference, and why a preferred one was skipped. */
@@ -57,7 +76,7 @@ async function webgpuProblem(gpu: WorkerServiceDeps['gpu']): Promise<{ kind: 'un
 }
 
 /** Turns a backend preference into the ordered backends to try, checking WebGPU for an adapter first. */
-export async function planBackends(preference: BackendPreference, env: { isNode: boolean; gpu: WorkerServiceDeps['gpu'] }): Promise<BackendPlan> {
+export async function planBackends(preference: BackendPreference, env: { isNode: boolean; gpu: WorkerServiceDeps['gpu']; isWorkerThread?: boolean }): Promise<BackendPlan> {
   const allowed = env.isNode ? ['auto', 'node', 'wasm'] : ['auto', 'webgpu', 'wasm'];
   if (!allowed.includes(preference)) {
     throw new InvalidOptionsError(`Invalid option backend: received "${preference}" in ${env.isNode ? 'Node' : 'a browser'}; allowed here: ${allowed.map((a) => `"${a}"`).join(' | ')}.`, {
@@ -65,6 +84,7 @@ export async function planBackends(preference: BackendPreference, env: { isNode:
       allowed,
     });
   }
+  if (env.isNode && env.isWorkerThread === true && preference !== 'wasm') return { backends: ['wasm'], fallbackReason: NATIVE_IN_WORKER_THREAD_REASON };
   if (env.isNode) return { backends: preference === 'auto' ? ['node', 'wasm'] : [preference as Backend], fallbackReason: null };
   if (preference === 'wasm') return { backends: ['wasm'], fallbackReason: null };
   const problem = await webgpuProblem(env.gpu);
@@ -132,7 +152,8 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
         if (guard) throw new InvalidOptionsError('init() was called twice on the same worker; create a new worker instead.');
         let runtime: LocalGuardRuntime;
         try {
-          const plan = await planBackends(init.backend ?? 'auto', { isNode, gpu: 'gpu' in deps ? deps.gpu : (globalThis.navigator as { gpu?: WorkerServiceDeps['gpu'] } | undefined)?.gpu });
+          const isWorkerThread = deps.isWorkerThread ?? (await detectWorkerThread(isNode));
+          const plan = await planBackends(init.backend ?? 'auto', { isNode, isWorkerThread, gpu: 'gpu' in deps ? deps.gpu : (globalThis.navigator as { gpu?: WorkerServiceDeps['gpu'] } | undefined)?.gpu });
           const { modelManifest: _manifest, ...runtimeOptions } = splitRuntimeOptions(init, ['guard', 'model', 'backend']).runtime;
           runtime = { ...runtimeOptions, reader: await makeReader(init, report), backends: plan.backends, fallbackReason: plan.fallbackReason, onProgress: report };
         } catch (error) {

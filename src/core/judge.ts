@@ -37,8 +37,8 @@ export interface CheckScores {
     tools: ReadonlyArray<{ tool: string; start: number; end: number }>;
     toolResults: ReadonlyArray<{ start: number; end: number }>;
   };
-  /** What the truncation policy cut to fit the model's window. */
-  truncation: { droppedToolDefinitions: boolean; shortenedMessages: Record<number, number> };
+  /** What the truncation policy cut to fit the model's window, and what was cut before tokenizing (texts longer than any window holds). */
+  truncation: { droppedToolDefinitions: boolean; shortenedMessages: Record<number, number>; charsCutBeforeTokenizing?: Record<number, number> };
 }
 
 /** What a check needs from the model: the variants to score and whether attention rows are wanted. */
@@ -105,8 +105,12 @@ export function judge(input: JudgeInput): Verdict {
   const attribution = attributeWithOptions({ spans: context.spans, variants, logProbs: scores.logProbs, parts: scores.actionLayout?.parts }, options);
   const verdict = modelVerdict(attribution, input.extras ?? {});
   const cut = scores.truncation;
-  if (cut.droppedToolDefinitions || Object.keys(cut.shortenedMessages).length > 0) {
-    verdict.truncation = { droppedToolDefinitions: cut.droppedToolDefinitions, shortenedMessages: { ...cut.shortenedMessages } };
+  if (cut.droppedToolDefinitions || Object.keys(cut.shortenedMessages).length > 0 || cut.charsCutBeforeTokenizing) {
+    verdict.truncation = {
+      droppedToolDefinitions: cut.droppedToolDefinitions,
+      shortenedMessages: { ...cut.shortenedMessages },
+      ...(cut.charsCutBeforeTokenizing ? { charsCutBeforeTokenizing: { ...cut.charsCutBeforeTokenizing } } : {}),
+    };
   }
   if (context.tools.length > 0) {
     verdict.toolPoisoning = judgeToolPoisoning(input, attribution);

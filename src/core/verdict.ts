@@ -31,7 +31,7 @@ export interface Verdict {
   /** A human-readable explanation, when there is one worth showing. */
   message?: string;
   /** What the context-window truncation policy cut before scoring, when it had to cut anything. */
-  truncation?: { droppedToolDefinitions: boolean; shortenedMessages: Record<number, number> };
+  truncation?: { droppedToolDefinitions: boolean; shortenedMessages: Record<number, number>; charsCutBeforeTokenizing?: Record<number, number> };
   /** Tool-description poisoning evidence (leave-one-out over descriptions and MindGuard), when the input lists tools. */
   toolPoisoning?: ToolPoisoningVerdict;
 }

@@ -24,6 +24,8 @@ export interface TruncationReport {
   droppedToolDefinitions: boolean;
   /** Message index -> tokens removed from its middle. */
   shortenedMessages: Record<number, number>;
+  /** Message index -> UTF-16 code units removed from its middle before tokenizing: more text than the window could ever hold (bounded-text.ts). */
+  charsCutBeforeTokenizing?: Record<number, number>;
 }
 
 /** Where the parts of a template-rendered action sit among its tokens. */

@@ -84,7 +84,11 @@ export function encodeMessage(tok: Encoder, m: FormatMessage): number[] {
       return [tok.controlId(`<|${m.role}|>`), ...tok.encodeText(m.content), end];
     case 'assistant': {
       const ids = [tok.controlId('<|assistant|>'), ...tok.encodeText(m.content)];
-      for (const c of m.tool_calls ?? []) ids.push(tok.controlId('<|call|>'), ...tok.encodeText(callJson(c.name, c.arguments)));
+      for (const c of m.tool_calls ?? []) {
+        ids.push(tok.controlId('<|call|>'));
+        // A loop, not push(...ids): a long argument string has more ids than a call can take arguments (RangeError).
+        for (const id of tok.encodeText(callJson(c.name, c.arguments))) ids.push(id);
+      }
       ids.push(end);
       return ids;
     }

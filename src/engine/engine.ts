@@ -15,6 +15,7 @@ import { createOrtSession, type Backend, type OrtSession } from './ort-session.j
 import { checkPositiveIntegerOption, scoreSequencesShared } from './prefix-scorer.js';
 import { DEFAULT_MAX_BATCH_TOKENS, presentOutputNames, scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
+import { boundLongTexts } from './bounded-text.js';
 
 export type { ActionLayout, ContextLayout, TruncationReport } from './call-encoding.js';
 
@@ -328,8 +329,12 @@ async function scoreRequest(
   encode: typeof encodeSegmentedCall,
   request: ScoreRequest,
 ): Promise<EngineScores> {
-  const { context, variants } = request;
-  const encoded = encode(tokenizer, context, request.actionText, info.maxContextTokens);
+  const { variants } = request;
+  // Long texts are cut to what the window could hold and tokenized in chunks that yield and stop on the signal.
+  const bounded = await boundLongTexts(tokenizer, request.context, info.maxContextTokens, request.signal);
+  const { context } = bounded;
+  const encoded = encode(bounded.tokenizer, context, request.actionText, info.maxContextTokens);
+  if (Object.keys(bounded.cutChars).length > 0) encoded.truncation.charsCutBeforeTokenizing = bounded.cutChars;
   const { action } = encoded;
   const sequences: ScoreSequence[] = variants.map((v) => ({
     context: [...encoded.contextIds(v.keep, new Set(v.dropTools ?? [])), ...action.prefix],

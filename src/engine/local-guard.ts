@@ -125,14 +125,16 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     if (disposed) throw new DisposedError('the guard was disposed; create a new one');
   }
 
-  async function withDeadline<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  async function withDeadline<T>(work: Promise<T>, signal: AbortSignal | undefined, stopWork?: AbortController): Promise<T> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;
     const stop = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new GuardTimeoutError(`the check took longer than timeoutMs = ${resolved.timeoutMs}`, { timeoutMs: resolved.timeoutMs })),
-        resolved.timeoutMs,
-      );
+      timer = setTimeout(() => {
+        const error = new GuardTimeoutError(`the check took longer than timeoutMs = ${resolved.timeoutMs}`, { timeoutMs: resolved.timeoutMs });
+        // The answer goes now; the call's tokenizing and inference stop too instead of running on in the background.
+        stopWork?.abort(error);
+        reject(error);
+      }, resolved.timeoutMs);
       if (signal) {
         onAbort = () => reject(new GuardAbortedError('the check was aborted by the caller'));
         if (signal.aborted) onAbort();
@@ -164,8 +166,13 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     const context = buildContext(input, resolved);
     const plan = planCheck(context, resolved);
     if (plan.verdict) return plan.verdict;
+    // Stops this call's model work on the caller's abort or on the deadline.
+    const stopWork = new AbortController();
+    const forwardAbort = () => stopWork.abort(opts.signal?.reason);
+    if (opts.signal?.aborted) forwardAbort();
+    else opts.signal?.addEventListener('abort', forwardAbort, { once: true });
     try {
-      const { engine, request, scores, timings } = await withDeadline(score(context, plan, opts.signal), opts.signal);
+      const { engine, request, scores, timings } = await withDeadline(score(context, plan, stopWork.signal), opts.signal, stopWork);
       const tScored = now();
       const verdict = judge({
         context,
@@ -182,6 +189,8 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
       if (isEdgeArmorError(error) && error.code === 'aborted') throw error;
       if (opts.signal?.aborted) throw new GuardAbortedError('the check was aborted by the caller');
       return judgeFailure(error, context, resolved, { ...(status.backend ? { backend: status.backend } : {}) });
+    } finally {
+      opts.signal?.removeEventListener('abort', forwardAbort);
     }
   }
 

@@ -7,7 +7,10 @@ import type { EngineOptions } from './engine.js';
 import type { ModelManifest, ModelVariant } from './model-files.js';
 import { validateRemoteProxyOptions, type RemoteProxyOptions } from './remote-proxy.js';
 
-/** Backend preference: 'auto' is WebGPU when an adapter exists, else wasm (browser) or onnxruntime-node, else wasm (Node). */
+/**
+ * Backend preference: 'auto' is WebGPU when an adapter exists, else wasm (browser) or onnxruntime-node, else wasm (Node).
+ * A Node worker thread always runs wasm (see NATIVE_IN_WORKER_THREAD_REASON in src/client/worker-service.ts).
+ */
 export type BackendPreference = 'auto' | 'webgpu' | 'wasm' | 'node';
 
 /** How the model runs (everything but where it is and which backend): plain data that crosses to the worker. */

@@ -244,7 +244,7 @@ describe.skipIf(!CAN_RUN)('the demo on the Vite dev server in Chromium', () => {
   );
 
   it(
-    'rejects a call pending on a crashed worker with WorkerCrashedError and restarts the worker on the next call',
+    'answers a call pending on a crashed worker with the failure policy (WorkerCrashedError) and restarts the worker on the next call',
     async () => {
       // The model request hangs until released, so the first check is still pending when the worker crashes.
       let release: () => void = () => undefined;
@@ -271,7 +271,7 @@ describe.skipIf(!CAN_RUN)('the demo on the Vite dev server in Chromium', () => {
         ],
         action: { name: 'send_money', arguments: { iban: 'XX00', amount: 900 } },
       }).then(
-        () => 'resolved',
+        (v) => `${v.reason}:${v.decision}:${v.error?.code ?? 'none'}`,
         (e: unknown) => (e instanceof PageGuardError ? e.code : String(e)),
       );
       const worker = await workerStarted;
@@ -280,7 +280,7 @@ describe.skipIf(!CAN_RUN)('the demo on the Vite dev server in Chromium', () => {
           throw new Error('simulated crash');
         }, 0);
       });
-      await expect(pending).resolves.toBe('worker-crashed');
+      await expect(pending).resolves.toBe('failure-policy:block:worker-crashed');
       await expect(started).resolves.toBe('worker-crashed');
       release();
       // The next call starts a fresh worker, which loads the model and answers.

@@ -5,7 +5,7 @@ import { runInNewContext } from 'node:vm';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createGuard, type CreateGuardOptions, type WorkerGuard } from '../../src/client/create-guard.js';
-import { createWorkerService, planBackends } from '../../src/client/worker-service.js';
+import { createWorkerService, NATIVE_IN_WORKER_THREAD_REASON, planBackends } from '../../src/client/worker-service.js';
 import { DeviceLostError, DisposedError, GuardAbortedError, IntegrityError, InvalidInputError, ModelLoadError, OutOfMemoryError, WorkerCrashedError } from '../../src/core/errors.js';
 import { failureVerdict } from '../../src/core/verdict.js';
 import { parseGuardInput } from '../../src/core/adapters.js';
@@ -298,10 +298,12 @@ describe('worker protocol over a MessageChannel', () => {
     expect(verdict).toMatchObject({ decision: 'allow', reason: 'failure-policy', error: { code: 'timeout' } });
   });
 
-  it('rejects every pending call with WorkerCrashedError when the worker dies, then restarts on the next call', async () => {
+  it('answers every pending check with the failure policy (WorkerCrashedError) when the worker dies, then restarts on the next call', async () => {
     const h = harness();
     await h.guard.ready;
-    const pending = ['x', 'y'].map((tag) => expect(h.guard.check(guardCase({ tag, mode: 'hang' }))).rejects.toBeInstanceOf(WorkerCrashedError));
+    const pending = ['x', 'y'].map((tag) =>
+      expect(h.guard.check(guardCase({ tag, mode: 'hang' }))).resolves.toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'worker-crashed', name: 'WorkerCrashedError' } }),
+    );
     await new Promise((r) => setImmediate(r));
     h.workerPorts[0]!.close();
     await Promise.all(pending);
@@ -315,7 +317,7 @@ describe('worker protocol over a MessageChannel', () => {
     const h = harness({ singleWorker: true });
     await h.guard.ready;
     h.workerPorts[0]!.close();
-    await vi.waitFor(() => expect(h.guard.check(guardCase({ tag: 'x' }))).rejects.toMatchObject({ code: 'worker-crashed' }));
+    await vi.waitFor(() => expect(h.guard.check(guardCase({ tag: 'x' }))).resolves.toMatchObject({ reason: 'failure-policy', error: { code: 'worker-crashed', message: expect.stringMatching(/pass a factory/) } }));
   });
 
   it('rejects in-flight and later calls with DisposedError after dispose', async () => {
@@ -347,6 +349,11 @@ describe('backend plan', () => {
   it('tries WebGPU then wasm when an adapter exists, and onnxruntime-node then wasm in Node', async () => {
     await expect(planBackends('auto', { isNode: false, gpu: { requestAdapter: async () => ({}) } })).resolves.toEqual({ backends: ['webgpu', 'wasm'], fallbackReason: null });
     await expect(planBackends('auto', { isNode: true, gpu: undefined })).resolves.toEqual({ backends: ['node', 'wasm'], fallbackReason: null });
+    // Inside a worker thread onnxruntime-node is never used: terminating the worker mid-run would abort the host.
+    for (const preference of ['auto', 'node'] as const) {
+      await expect(planBackends(preference, { isNode: true, isWorkerThread: true, gpu: undefined })).resolves.toEqual({ backends: ['wasm'], fallbackReason: NATIVE_IN_WORKER_THREAD_REASON });
+    }
+    await expect(planBackends('wasm', { isNode: true, isWorkerThread: true, gpu: undefined })).resolves.toEqual({ backends: ['wasm'], fallbackReason: null });
   });
 
   it('refuses an explicit WebGPU request without an adapter, and the node backend in a browser', async () => {
