@@ -96,7 +96,7 @@ describe('edgearmor check: the table', () => {
   it('gives a block by MindGuard attention its own FLAGGED row that does not claim a poisoned description', () => {
     const table = verdictTable('c1', INPUT, verdict({ attention: true }));
     expect(table.split('\n')[0]).toContain(`(MindGuard: the call attends to tool ${LONG_TOOL})`);
-    expect(table).toMatch(/MindGuard attention: max AIR 4\.300 on .* threshold 2\.20  FLAGGED: tool .* pulls the call \(its description or its results\)/);
+    expect(table).toMatch(/MindGuard attention: max AIR 4\.300 on .* threshold 2\.20  FLAGGED: tool .* pulls the call \(its description or its results(, (control|data) flow)?\)/);
     expect(table).not.toMatch(/poisoned tool description/);
   });
 
