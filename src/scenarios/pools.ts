@@ -71,11 +71,6 @@ export function fill(template: string, vars: Vars): string {
   });
 }
 
-/** Upper-cases the first character. */
-export function capitalize(s: string): string {
-  return s.charAt(0).toUpperCase() + s.slice(1);
-}
-
 /** Lower-cases the first character. */
 export function decapitalize(s: string): string {
   return s.charAt(0).toLowerCase() + s.slice(1);
