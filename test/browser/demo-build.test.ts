@@ -54,8 +54,9 @@ describe.skipIf(!CAN_RUN)('the built demo (vite build + preview) in Chromium wit
       const shown = await page.evaluate(() => (globalThis as unknown as { __edgearmorDemo: { lastVerdict: { decision: string } } }).__edgearmorDemo.lastVerdict.decision);
       expect(decision).toBe(shown);
       await expect(page.locator('#chart svg title').first().textContent()).resolves.toMatch(/log-probability/);
-      // The threshold line is the default rule's: twice the user's delta, minus tau.
-      await expect(page.locator('#chart .tau-label').textContent()).resolves.toBe('2 × user Δ − τ (τ = -0.100)');
+      // Each group of bars has its own dashed flag line (tool results: twice the user's delta minus tau), named in the key with tau.
+      await expect(page.locator('#chart .flag-line title').first().textContent()).resolves.toMatch(/^flag line, /);
+      await expect(page.locator('#chart p.legend').textContent()).resolves.toMatch(/a bar past its group's line is flagged\..*\(τ = -0\.100\)/);
 
       // Tool poisoning: the MindGuard graph and heatmap, when the model exports attention.
       await page.selectOption('#variant', 'poisoning');
