@@ -22,7 +22,7 @@ export const expecting =
     `received ${describeValue(issue.input)}; expected ${allowed}`;
 
 /** The message of a missing required key: `missing; expected <help for that key>`. */
-const missingFrom =
+export const missingFrom =
   (help: Readonly<Record<string, string>>) =>
   (issue: v.BaseIssue<unknown>): string => {
     const key = issue.path?.[issue.path.length - 1]?.key;

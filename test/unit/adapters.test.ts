@@ -24,9 +24,19 @@ describe('tool adapters', () => {
     expect(normalizeTool({ name: 'ping' })).toEqual({ name: 'ping', description: '', parameters: { type: 'object', properties: {} } });
   });
 
-  it('rejects duplicate tool names and tools without a name', () => {
-    expect(() => normalizeTools([{ name: 'a' }, { name: 'a' }])).toThrow(/appears twice/);
+  it('rejects duplicate tool names and tools without a name, naming where and what was received', () => {
+    expect(() => normalizeTools([{ name: 'a' }, { name: 'a' }])).toThrow('tools[1].name: received the string "a", the name of tools[0] too; expected unique tool names.');
     expect(() => normalizeTool({ description: 'x' })).toThrow(InvalidInputError);
+    expect(() => normalizeTool({ description: 'x' })).toThrow('tool.name: missing; expected a non-empty name.');
+    expect(() => normalizeTool({ type: 'function', function: { name: 'send\u0000money' } })).toThrow(/^tool\.function\.name: received a control character \(U\+0000\)/);
+  });
+
+  it('rejects a tool with both "parameters" and "inputSchema", and schemas that are not JSON objects', () => {
+    expect(() => normalizeTool({ name: 'a', parameters: SCHEMA, inputSchema: SCHEMA })).toThrow(
+      'tool: received both "parameters" and "inputSchema"; expected one schema (flat tools use "parameters", MCP tools "inputSchema").',
+    );
+    expect(() => normalizeTools([{ name: 'a', inputSchema: [SCHEMA] }], 'input.tools')).toThrow('input.tools[0].inputSchema: received an array of 1 item; expected a JSON schema object.');
+    expect(() => normalizeTools('a', 'input.tools')).toThrow('input.tools: received the string "a"; expected an array of tools.');
   });
 });
 

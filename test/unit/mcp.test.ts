@@ -43,7 +43,7 @@ describe('fromMcpToolsCall', () => {
 
   it('names what is wrong with a request that is not a tools/call', () => {
     expect(() => fromMcpToolsCall({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).toThrow('call: expected a JSON-RPC request with method "tools/call", received "tools/list".');
-    expect(() => fromMcpToolsCall({ method: 'tools/call', params: {} })).toThrow('call.params.name: expected a non-empty name, received nothing (the field is missing or undefined).');
+    expect(() => fromMcpToolsCall({ method: 'tools/call', params: {} })).toThrow('call.params.name: received nothing (the field is missing or undefined); expected a non-empty name.');
     expect(() => fromMcpToolsCall({ method: 'tools/call', params: { name: '' } })).toThrow('call.params.name: received ""; allowed is a non-empty name.');
     expect(() => fromMcpToolsCall({ method: 'tools/call', params: { name: 'x', arguments: [1] } })).toThrow(/arguments: expected an object, received array/);
   });
