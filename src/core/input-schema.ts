@@ -142,3 +142,16 @@ export function parseInput<const S extends v.GenericSchema>(schema: S, value: un
     throw new InvalidInputError(`${root}: the value could not be read (${error instanceof Error ? error.message : String(error)}).`, { where: root }, { cause: error });
   }
 }
+
+/**
+ * A plain object whose `key` field (`type`, `role`) picks its schema from `options`; an unknown value fails
+ * on that field, listing `allowed`. Own keys only, so "constructor" or "__proto__" select nothing.
+ */
+export function discriminated<const O extends Record<string, v.GenericSchema>>(key: string, options: O, what: string, allowed: string) {
+  const unknownValue = v.object({ [key]: v.picklist(Object.keys(options), expecting(allowed)) }, missingFrom({ [key]: allowed }));
+  const pick = v.lazy((input: unknown) => {
+    const value = (input as Record<string, unknown>)[key];
+    return typeof value === 'string' && Object.hasOwn(options, value) ? (options[value] as v.GenericSchema) : unknownValue;
+  }) as v.GenericSchema<unknown, v.InferOutput<O[keyof O]>>;
+  return v.pipe(v.unknown(), v.check(isPlainObject, expecting(what)), pick);
+}

@@ -61,7 +61,7 @@ export function normalizeTools(tools: unknown, where = 'tools'): ToolSpec[] {
     const first = firstIndex.get(spec.name);
     if (first !== undefined) {
       // The trust lists and leave-one-out address tools by name, so two tools with one name cannot both be judged.
-      throw inputError(`${where}[${i}].name`, `received ${describeValue(spec.name)}, the name of ${where}[${first}] too; expected unique tool names`, { name: spec.name });
+      throw inputError(`${where}[${i}].name`, `received ${describeValue(spec.name)}, the name of ${where}[${first}] too; expected unique tool names`, { received: describeValue(spec.name), name: spec.name });
     }
     firstIndex.set(spec.name, i);
   });
