@@ -15,17 +15,17 @@ const HELP: Readonly<Record<string, string>> = {
   content: 'a string or an array of content blocks',
 };
 
+// Built once: v.lazy getters below return these instead of building a schema per value.
+const AnyString = v.string();
+const NullAsEmpty = v.pipe(v.null(), v.transform(() => ''));
+
 /** Parts are joined with newlines, matching how AgentDojo normalised block lists. */
 const joined = (parts: readonly string[]): string => parts.join('\n');
 
 /** A string kept as it is (the guard input checks it again), null or missing as "", or an array of `part`s joined. */
 function textContent(part: v.GenericSchema<unknown, string>, allowed: string) {
-  return v.optional(
-    v.lazy((content: unknown) =>
-      content === null ? v.pipe(v.null(), v.transform(() => '')) : typeof content === 'string' ? v.string() : v.pipe(arrayOf(part, allowed), v.transform((parts: string[]) => joined(parts))),
-    ) as v.GenericSchema<unknown, string>,
-    '',
-  );
+  const parts = v.pipe(arrayOf(part, allowed), v.transform((texts: string[]) => joined(texts)));
+  return v.optional(v.lazy((content: unknown) => (content === null ? NullAsEmpty : typeof content === 'string' ? AnyString : parts)) as v.GenericSchema<unknown, string>, '');
 }
 
 const textOf = (field: 'text' | 'refusal') => v.pipe(plainObject({ [field]: Text }, `a part with "${field}"`, HELP), v.transform((p) => p[field] as string));
@@ -34,11 +34,14 @@ const textOf = (field: 'text' | 'refusal') => v.pipe(plainObject({ [field]: Text
 
 const OPENAI_PART_TYPES = '"text", "input_text", "output_text" or "refusal" (images and audio cannot be scored)';
 
-const OpenAIPart = v.lazy((part: unknown) =>
-  typeof part === 'string'
-    ? v.string()
-    : discriminated('type', { text: textOf('text'), input_text: textOf('text'), output_text: textOf('text'), refusal: textOf('refusal') }, 'a string or a text part {type: "text", text}', OPENAI_PART_TYPES),
-) as v.GenericSchema<unknown, string>;
+const OpenAITextPart = discriminated(
+  'type',
+  { text: textOf('text'), input_text: textOf('text'), output_text: textOf('text'), refusal: textOf('refusal') },
+  'a string or a text part {type: "text", text}',
+  OPENAI_PART_TYPES,
+);
+
+const OpenAIPart = v.lazy((part: unknown) => (typeof part === 'string' ? AnyString : OpenAITextPart)) as v.GenericSchema<unknown, string>;
 
 const OpenAIContent = textContent(OpenAIPart, 'a string, null or an array of text parts');
 
@@ -89,11 +92,13 @@ const OpenAIMessage = discriminated(
   'one of "system", "developer", "user", "assistant", "tool", "function"',
 );
 
+const OpenAIMessages = arrayOf(OpenAIMessage, 'an array of OpenAI chat messages');
+
 const knownIds = (ids: Map<string, string>): string => [...ids.keys()].map((k) => `"${k}"`).join(', ') || 'none';
 
 /** Converts OpenAI chat-completions messages (string-JSON arguments, tool_call_id) into guard messages. */
 export function fromOpenAIMessages(messages: unknown): Message[] {
-  const parsed = parseInput(arrayOf(OpenAIMessage, 'an array of OpenAI chat messages'), messages, 'messages');
+  const parsed = parseInput(OpenAIMessages, messages, 'messages');
   const nameById = new Map<string, string>();
   return parsed.map(({ message, callIds, toolCallId }, i): Message => {
     callIds?.forEach((id, j) => {
@@ -158,8 +163,10 @@ const UserBlock = discriminated(
   '"text" or "tool_result"',
 );
 
-const blocksOr = <T>(block: v.GenericSchema<unknown, T>) =>
-  v.lazy((content: unknown) => (typeof content === 'string' ? v.string() : arrayOf(block, 'a string or an array of content blocks'))) as v.GenericSchema<unknown, string | T[]>;
+function blocksOr<T>(block: v.GenericSchema<unknown, T>) {
+  const blocks = arrayOf(block, 'a string or an array of content blocks');
+  return v.lazy((content: unknown) => (typeof content === 'string' ? AnyString : blocks)) as v.GenericSchema<unknown, string | T[]>;
+}
 
 const AnthropicMessage = discriminated(
   'role',
@@ -171,9 +178,11 @@ const AnthropicMessage = discriminated(
   '"user" or "assistant" (system goes in the separate system parameter)',
 );
 
+const AnthropicMessages = arrayOf(AnthropicMessage, 'an array of Anthropic messages');
+
 /** Converts Anthropic Messages API input (`system` parameter, text / tool_use / tool_result blocks) into guard messages; tool results become tool messages. */
 export function fromAnthropicMessages(messages: unknown, system?: unknown): Message[] {
-  const parsed = parseInput(arrayOf(AnthropicMessage, 'an array of Anthropic messages'), messages, 'messages');
+  const parsed = parseInput(AnthropicMessages, messages, 'messages');
   const out: Message[] = [];
   if (system !== undefined && system !== null) out.push({ role: 'system', content: parseInput(AnthropicText, system, 'system') });
   const nameById = new Map<string, string>();

@@ -48,6 +48,8 @@ const FlatOrMcpTool = v.pipe(
 /** Any supported tool shape: `type: "function"` with a `function` object selects OpenAI's, anything else is flat or MCP. */
 const ToolSchema = v.lazy((tool: unknown) => (isPlainObject(tool) && tool['type'] === 'function' && isPlainObject(tool['function']) ? OpenAITool : FlatOrMcpTool));
 
+const ToolList = arrayOf(ToolSchema, 'an array of tools');
+
 /** Normalises one tool given flat `{name, description, parameters}`, OpenAI `{type:'function', function}` or MCP `{name, description, inputSchema}` into a ToolSpec. */
 export function normalizeTool(tool: unknown, where = 'tool'): ToolSpec {
   return parseInput(ToolSchema, tool, where);
@@ -55,7 +57,7 @@ export function normalizeTool(tool: unknown, where = 'tool'): ToolSpec {
 
 /** Normalises a list of tools of any supported shape; duplicate names are an error. */
 export function normalizeTools(tools: unknown, where = 'tools'): ToolSpec[] {
-  const specs = parseInput(arrayOf(ToolSchema, 'an array of tools'), tools, where);
+  const specs = parseInput(ToolList, tools, where);
   const firstIndex = new Map<string, number>();
   specs.forEach((spec, i) => {
     const first = firstIndex.get(spec.name);
