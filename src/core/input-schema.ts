@@ -88,12 +88,13 @@ export const JsonStringOrValue = v.optional(
   () => ({}),
 );
 
-/** A plain object (JSON Schema), copied by toJsonValue. */
-export const JsonSchemaObject = v.pipe(
-  v.custom<Record<string, unknown>>(isPlainObject, expecting('a JSON schema object')),
-  jsonTransform<Record<string, unknown>>((x) => x),
-  v.transform((x) => x as JsonObject),
-);
+/** A plain object of JSON values, copied by toJsonValue; `allowed` says what it is for. */
+export function jsonObject(allowed: string) {
+  return v.pipe(v.custom<Record<string, unknown>>(isPlainObject, expecting(allowed)), jsonTransform<Record<string, unknown>>((x) => x), v.transform((x) => x as JsonObject));
+}
+
+/** A JSON Schema object. */
+export const JsonSchemaObject = jsonObject('a JSON schema object');
 
 /** A plain object validated by `entries`; arrays, Dates, Maps and class instances are refused before their keys are read. `help` says what a missing key expects. */
 export function plainObject<const E extends v.ObjectEntries>(entries: E, allowed: string, help: Readonly<Record<string, string>> = {}) {
