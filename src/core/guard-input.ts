@@ -1,3 +1,4 @@
+/** The guard case (the dev.jsonl shape) parsed with the shared input schemas (input-schema.ts), then the checks across fields and the size limits. */
 import * as v from 'valibot';
 import { normalizeTools } from './tools.js';
 import { InvalidInputError } from './errors.js';
