@@ -1,200 +1,248 @@
-import { InvalidInputError } from './errors.js';
-import { describeType, isPlainObject, toJsonValue } from './json.js';
-import { requireName, requireString } from './tools.js';
-import type { JsonValue, Message, MessageToolCall, Role, ToolCall } from './types.js';
+/** OpenAI chat-completions and Anthropic Messages API shapes converted into guard messages and actions, parsed with the guard input's schemas and messages. */
+import * as v from 'valibot';
+import { describeValue } from './json.js';
+import { arrayOf, discriminated, expecting, inputError, JsonOrEmpty, JsonStringOrValue, Name, parseInput, plainObject, Text } from './input-schema.js';
+import type { Message, MessageToolCall, ToolCall } from './types.js';
 
-const ROLES: readonly Role[] = ['system', 'user', 'assistant', 'tool'];
+const HELP: Readonly<Record<string, string>> = {
+  name: 'a non-empty name',
+  function: 'the function {name, arguments}',
+  text: 'a string',
+  refusal: 'a string',
+  id: 'a string id',
+  tool_call_id: 'the id of an earlier assistant tool call',
+  tool_use_id: 'the id of an earlier tool_use block',
+  content: 'a string or an array of content blocks',
+};
 
-function parseArgumentsString(text: string, where: string): JsonValue {
-  // OpenAI sends arguments as a JSON string; an empty string means no arguments.
-  if (text.trim() === '') return {};
-  try {
-    return toJsonValue(JSON.parse(text) as unknown, where);
-  } catch (error) {
-    if (error instanceof InvalidInputError) throw error;
-    throw new InvalidInputError(`${where}: expected a JSON string, received ${JSON.stringify(text.slice(0, 80))} which does not parse.`, { where }, { cause: error });
-  }
+// Built once: v.lazy getters below return these instead of building a schema per value.
+const AnyString = v.string();
+const NullAsEmpty = v.pipe(v.null(), v.transform(() => ''));
+
+/** Parts are joined with newlines, matching how AgentDojo normalised block lists. */
+const joined = (parts: readonly string[]): string => parts.join('\n');
+
+/** A string kept as it is (the guard input checks it again), null or missing as "", or an array of `part`s joined. */
+function textContent(part: v.GenericSchema<unknown, string>, allowed: string) {
+  const parts = v.pipe(arrayOf(part, allowed), v.transform((texts: string[]) => joined(texts)));
+  return v.optional(v.lazy((content: unknown) => (content === null ? NullAsEmpty : typeof content === 'string' ? AnyString : parts)) as v.GenericSchema<unknown, string>, '');
 }
 
-function textOfContent(content: unknown, where: string): string {
-  if (content === null || content === undefined) return '';
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) {
-    const parts: string[] = [];
-    content.forEach((part, i) => {
-      if (typeof part === 'string') {
-        parts.push(part);
-      } else if (isPlainObject(part) && (part['type'] === 'text' || part['type'] === 'input_text' || part['type'] === 'output_text')) {
-        parts.push(requireString(part['text'], `${where}[${i}].text`));
-      } else if (isPlainObject(part) && part['type'] === 'refusal') {
-        parts.push(requireString(part['refusal'], `${where}[${i}].refusal`));
-      } else {
-        const type = isPlainObject(part) ? String(part['type']) : describeType(part);
-        throw new InvalidInputError(`${where}[${i}]: unsupported content part type "${type}"; allowed are "text" parts (images and audio cannot be scored).`, { where, type });
-      }
-    });
-    // Parts are joined with newlines, matching how AgentDojo normalised block lists.
-    return parts.join('\n');
-  }
-  throw new InvalidInputError(`${where}: expected a string, null or an array of text parts, received ${describeType(content)}.`, { where });
+const textOf = (field: 'text' | 'refusal') => v.pipe(plainObject({ [field]: Text }, `a part with "${field}"`, HELP), v.transform((p) => p[field] as string));
+
+// ---- OpenAI chat completions
+
+const OPENAI_PART_TYPES = '"text", "input_text", "output_text" or "refusal" (images and audio cannot be scored)';
+
+const OpenAITextPart = discriminated(
+  'type',
+  { text: textOf('text'), input_text: textOf('text'), output_text: textOf('text'), refusal: textOf('refusal') },
+  'a string or a text part {type: "text", text}',
+  OPENAI_PART_TYPES,
+);
+
+const OpenAIPart = v.lazy((part: unknown) => (typeof part === 'string' ? AnyString : OpenAITextPart)) as v.GenericSchema<unknown, string>;
+
+const OpenAIContent = textContent(OpenAIPart, 'a string, null or an array of text parts');
+
+const OpenAIToolCall = plainObject(
+  { id: v.optional(v.unknown()), function: plainObject({ name: Name, arguments: JsonStringOrValue }, 'the function {name, arguments}', HELP) },
+  'a tool call {id, type: "function", function: {name, arguments}}',
+  HELP,
+);
+
+/** One OpenAI message, before tool_call_id is resolved against the earlier calls. */
+interface OpenAIParsed {
+  message: Message;
+  /** The ids of this assistant message's calls, index for index (a call without a string id has none). */
+  callIds?: Array<string | undefined>;
+  /** The id a tool message answers. */
+  toolCallId?: string;
 }
+
+const plainMessage = (role: 'system' | 'user') =>
+  v.pipe(plainObject({ content: OpenAIContent }, 'a message object {role, content}', HELP), v.transform((m): OpenAIParsed => ({ message: { role, content: m.content } })));
+
+const OpenAIMessage = discriminated(
+  'role',
+  {
+    system: plainMessage('system'),
+    // "developer" is OpenAI's newer name for the system role.
+    developer: plainMessage('system'),
+    user: plainMessage('user'),
+    assistant: v.pipe(
+      plainObject({ content: OpenAIContent, tool_calls: v.nullish(arrayOf(OpenAIToolCall, 'an array of tool calls')) }, 'a message object {role, content, tool_calls?}', HELP),
+      v.transform((m): OpenAIParsed => {
+        const message: Message = { role: 'assistant', content: m.content };
+        const calls = m.tool_calls ?? [];
+        if (calls.length > 0) message.tool_calls = calls.map((c): MessageToolCall => ({ name: c.function.name, arguments: c.function.arguments }));
+        return { message, callIds: calls.map((c) => (typeof c.id === 'string' ? c.id : undefined)) };
+      }),
+    ),
+    tool: v.pipe(
+      plainObject({ content: OpenAIContent, tool_call_id: Text }, 'a message object {role, content, tool_call_id}', HELP),
+      v.transform((m): OpenAIParsed => ({ message: { role: 'tool', content: m.content }, toolCallId: m.tool_call_id })),
+    ),
+    function: v.pipe(
+      plainObject({ content: OpenAIContent, name: Name }, 'a message object {role, content, name}', HELP),
+      v.transform((m): OpenAIParsed => ({ message: { role: 'tool', content: m.content, tool_name: m.name } })),
+    ),
+  },
+  'a message object {role, content}',
+  'one of "system", "developer", "user", "assistant", "tool", "function"',
+);
+
+const OpenAIMessages = arrayOf(OpenAIMessage, 'an array of OpenAI chat messages');
+
+const knownIds = (ids: Map<string, string>): string => [...ids.keys()].map((k) => `"${k}"`).join(', ') || 'none';
 
 /** Converts OpenAI chat-completions messages (string-JSON arguments, tool_call_id) into guard messages. */
 export function fromOpenAIMessages(messages: unknown): Message[] {
-  if (!Array.isArray(messages)) {
-    throw new InvalidInputError(`messages: expected an array of OpenAI chat messages, received ${describeType(messages)}.`);
-  }
+  const parsed = parseInput(OpenAIMessages, messages, 'messages');
   const nameById = new Map<string, string>();
-  return messages.map((raw, i): Message => {
-    const where = `messages[${i}]`;
-    if (!isPlainObject(raw)) throw new InvalidInputError(`${where}: expected a message object, received ${describeType(raw)}.`, { where });
-    let role = raw['role'];
-    // "developer" is OpenAI's newer name for the system role.
-    if (role === 'developer') role = 'system';
-    if (role === 'function') {
-      return { role: 'tool', content: textOfContent(raw['content'], `${where}.content`), tool_name: requireName(raw['name'], `${where}.name`) };
+  return parsed.map(({ message, callIds, toolCallId }, i): Message => {
+    callIds?.forEach((id, j) => {
+      const call = message.tool_calls?.[j];
+      if (id !== undefined && call !== undefined) nameById.set(id, call.name);
+    });
+    if (toolCallId === undefined) return message;
+    const name = nameById.get(toolCallId);
+    if (name === undefined) {
+      throw inputError(`messages[${i}].tool_call_id`, `received ${describeValue(toolCallId)}, which matches no earlier assistant tool call; expected the id of one (known: ${knownIds(nameById)})`, {
+        received: describeValue(toolCallId),
+        toolCallId,
+      });
     }
-    if (!ROLES.includes(role as Role)) {
-      throw new InvalidInputError(`${where}.role: received ${JSON.stringify(role)}; allowed are "system", "developer", "user", "assistant", "tool".`, { where });
-    }
-    const content = textOfContent(raw['content'], `${where}.content`);
-    if (role === 'assistant') {
-      const message: Message = { role: 'assistant', content };
-      const calls = raw['tool_calls'];
-      if (calls !== undefined && calls !== null) {
-        if (!Array.isArray(calls)) throw new InvalidInputError(`${where}.tool_calls: expected an array, received ${describeType(calls)}.`, { where });
-        const out: MessageToolCall[] = calls.map((call, j) => {
-          const cw = `${where}.tool_calls[${j}]`;
-          if (!isPlainObject(call) || !isPlainObject(call['function'])) {
-            throw new InvalidInputError(`${cw}: expected {id, type: "function", function: {name, arguments}}, received ${describeType(call)}.`, { where: cw });
-          }
-          const fn = call['function'];
-          const name = requireName(fn['name'], `${cw}.function.name`);
-          const args = fn['arguments'];
-          const parsed = typeof args === 'string' ? parseArgumentsString(args, `${cw}.function.arguments`) : toJsonValue(args ?? {}, `${cw}.function.arguments`);
-          if (typeof call['id'] === 'string') nameById.set(call['id'], name);
-          return { name, arguments: parsed };
-        });
-        if (out.length > 0) message.tool_calls = out;
-      }
-      return message;
-    }
-    if (role === 'tool') {
-      const id = requireString(raw['tool_call_id'], `${where}.tool_call_id`);
-      const name = nameById.get(id);
-      if (name === undefined) {
-        throw new InvalidInputError(`${where}.tool_call_id: "${id}" matches no earlier assistant tool call; known ids: ${[...nameById.keys()].map((k) => `"${k}"`).join(', ') || 'none'}.`, { where, toolCallId: id });
-      }
-      return { role: 'tool', content, tool_name: name };
-    }
-    return { role: role as 'system' | 'user', content };
+    return { ...message, tool_name: name };
   });
 }
 
-/** Converts an OpenAI assistant tool call `{function: {name, arguments}}` into the proposed action, keeping the argument string as raw text. */
+/** Converts an OpenAI assistant tool call `{function: {name, arguments}}` into the proposed action, its arguments parsed from their JSON string. */
 export function fromOpenAIToolCall(call: unknown): ToolCall {
-  if (!isPlainObject(call) || !isPlainObject(call['function'])) {
-    throw new InvalidInputError(`action: expected an OpenAI tool call {id, type: "function", function: {name, arguments}}, received ${describeType(call)}.`);
-  }
-  const fn = call['function'];
-  const name = requireName(fn['name'], 'action.function.name');
-  const args = fn['arguments'];
-  if (typeof args === 'string') return { name, arguments: parseArgumentsString(args, 'action.function.arguments') };
-  return { name, arguments: toJsonValue(args ?? {}, 'action.function.arguments') };
+  const parsed = parseInput(OpenAIToolCall, call, 'action');
+  return { name: parsed.function.name, arguments: parsed.function.arguments };
 }
 
-function anthropicText(content: unknown, where: string): string {
-  if (content === null || content === undefined) return '';
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) throw new InvalidInputError(`${where}: expected a string or an array of content blocks, received ${describeType(content)}.`, { where });
-  const parts: string[] = [];
-  content.forEach((block, i) => {
-    if (isPlainObject(block) && block['type'] === 'text') parts.push(requireString(block['text'], `${where}[${i}].text`));
-    else {
-      const type = isPlainObject(block) ? String(block['type']) : describeType(block);
-      throw new InvalidInputError(`${where}[${i}]: unsupported block type "${type}" here; allowed is "text".`, { where, type });
-    }
-  });
-  return parts.join('\n');
+// ---- Anthropic Messages
+
+const AnthropicTextBlock = discriminated('type', { text: textOf('text') }, 'a text block {type: "text", text}', '"text" (only text blocks can be scored here)');
+
+const AnthropicText = textContent(AnthropicTextBlock, 'a string or an array of content blocks');
+
+const ToolUse = plainObject({ name: Name, id: Text, input: JsonOrEmpty }, 'a tool_use block {type: "tool_use", id, name, input}', HELP);
+
+/** What one block of an assistant turn adds: text, a call, or nothing (thinking). */
+type AssistantPart = { text: string } | { call: MessageToolCall; id: string } | null;
+
+const AssistantBlock = discriminated(
+  'type',
+  {
+    text: v.pipe(textOf('text'), v.transform((text): AssistantPart => ({ text }))),
+    tool_use: v.pipe(ToolUse, v.transform((b): AssistantPart => ({ call: { name: b.name, arguments: b.input }, id: b.id }))),
+    // Thinking blocks carry signatures, not conversation text; the API itself does not feed them back as content, so they are skipped.
+    thinking: v.pipe(v.unknown(), v.transform((): AssistantPart => null)),
+    redacted_thinking: v.pipe(v.unknown(), v.transform((): AssistantPart => null)),
+  },
+  'a content block',
+  '"text", "tool_use", "thinking" or "redacted_thinking"',
+);
+
+/** What one block of a user turn adds: text, or a tool result still to be matched to its tool_use. */
+type UserPart = { text: string } | { toolUseId: string; content: string };
+
+const UserBlock = discriminated(
+  'type',
+  {
+    text: v.pipe(textOf('text'), v.transform((text): UserPart => ({ text }))),
+    tool_result: v.pipe(
+      plainObject({ tool_use_id: Text, content: AnthropicText }, 'a tool_result block {type: "tool_result", tool_use_id, content}', HELP),
+      v.transform((b): UserPart => ({ toolUseId: b.tool_use_id, content: b.content })),
+    ),
+  },
+  'a content block',
+  '"text" or "tool_result"',
+);
+
+function blocksOr<T>(block: v.GenericSchema<unknown, T>) {
+  const blocks = arrayOf(block, 'a string or an array of content blocks');
+  return v.lazy((content: unknown) => (typeof content === 'string' ? AnyString : blocks)) as v.GenericSchema<unknown, string | T[]>;
 }
+
+const AnthropicMessage = discriminated(
+  'role',
+  {
+    user: v.pipe(plainObject({ content: blocksOr(UserBlock) }, 'a message object {role, content}', HELP), v.transform((m) => ({ role: 'user' as const, content: m.content }))),
+    assistant: v.pipe(plainObject({ content: blocksOr(AssistantBlock) }, 'a message object {role, content}', HELP), v.transform((m) => ({ role: 'assistant' as const, content: m.content }))),
+  },
+  'a message object {role, content}',
+  '"user" or "assistant" (system goes in the separate system parameter)',
+);
+
+const AnthropicMessages = arrayOf(AnthropicMessage, 'an array of Anthropic messages');
 
 /** Converts Anthropic Messages API input (`system` parameter, text / tool_use / tool_result blocks) into guard messages; tool results become tool messages. */
 export function fromAnthropicMessages(messages: unknown, system?: unknown): Message[] {
-  if (!Array.isArray(messages)) {
-    throw new InvalidInputError(`messages: expected an array of Anthropic messages, received ${describeType(messages)}.`);
-  }
+  const parsed = parseInput(AnthropicMessages, messages, 'messages');
   const out: Message[] = [];
-  if (system !== undefined && system !== null) {
-    out.push({ role: 'system', content: anthropicText(system, 'system') });
-  }
+  if (system !== undefined && system !== null) out.push({ role: 'system', content: parseInput(AnthropicText, system, 'system') });
   const nameById = new Map<string, string>();
-  messages.forEach((raw, i) => {
-    const where = `messages[${i}]`;
-    if (!isPlainObject(raw)) throw new InvalidInputError(`${where}: expected a message object, received ${describeType(raw)}.`, { where });
-    const role = raw['role'];
-    if (role !== 'user' && role !== 'assistant') {
-      throw new InvalidInputError(`${where}.role: received ${JSON.stringify(role)}; allowed are "user" and "assistant" (system goes in the separate system parameter).`, { where });
-    }
-    const content = raw['content'];
-    if (typeof content === 'string') {
-      out.push({ role, content });
-      return;
-    }
-    if (!Array.isArray(content)) throw new InvalidInputError(`${where}.content: expected a string or an array of blocks, received ${describeType(content)}.`, { where });
-    if (role === 'assistant') {
+  parsed.forEach((m, i) => {
+    if (typeof m.content === 'string') {
+      out.push({ role: m.role, content: m.content });
+    } else if (m.role === 'assistant') {
+      const parts = m.content as AssistantPart[];
       const texts: string[] = [];
       const calls: MessageToolCall[] = [];
-      content.forEach((block, j) => {
-        const bw = `${where}.content[${j}]`;
-        if (!isPlainObject(block)) throw new InvalidInputError(`${bw}: expected a content block, received ${describeType(block)}.`, { where: bw });
-        if (block['type'] === 'text') texts.push(requireString(block['text'], `${bw}.text`));
-        else if (block['type'] === 'tool_use') {
-          const name = requireName(block['name'], `${bw}.name`);
-          nameById.set(requireString(block['id'], `${bw}.id`), name);
-          calls.push({ name, arguments: toJsonValue(block['input'] ?? {}, `${bw}.input`) });
-        } else if (block['type'] === 'thinking' || block['type'] === 'redacted_thinking') {
-          // Thinking blocks carry signatures, not conversation text; the API itself does not feed them back as content, so they are skipped.
-        } else {
-          throw new InvalidInputError(`${bw}: unsupported assistant block type ${JSON.stringify(block['type'])}; allowed are "text", "tool_use", "thinking".`, { where: bw });
+      for (const part of parts) {
+        if (part === null) continue;
+        if ('text' in part) texts.push(part.text);
+        else {
+          nameById.set(part.id, part.call.name);
+          calls.push(part.call);
         }
-      });
-      const message: Message = { role: 'assistant', content: texts.join('\n') };
+      }
+      const message: Message = { role: 'assistant', content: joined(texts) };
       if (calls.length > 0) message.tool_calls = calls;
       out.push(message);
-      return;
-    }
-    // A user turn may interleave tool results and text; results come first in the API, and order is kept.
-    const pendingText: string[] = [];
-    const flushText = (): void => {
-      if (pendingText.length > 0) out.push({ role: 'user', content: pendingText.splice(0).join('\n') });
-    };
-    content.forEach((block, j) => {
-      const bw = `${where}.content[${j}]`;
-      if (!isPlainObject(block)) throw new InvalidInputError(`${bw}: expected a content block, received ${describeType(block)}.`, { where: bw });
-      if (block['type'] === 'text') pendingText.push(requireString(block['text'], `${bw}.text`));
-      else if (block['type'] === 'tool_result') {
-        flushText();
-        const id = requireString(block['tool_use_id'], `${bw}.tool_use_id`);
-        const name = nameById.get(id);
-        if (name === undefined) {
-          throw new InvalidInputError(`${bw}.tool_use_id: "${id}" matches no earlier tool_use block; known ids: ${[...nameById.keys()].map((k) => `"${k}"`).join(', ') || 'none'}.`, { where: bw, toolUseId: id });
+    } else {
+      // A user turn may interleave tool results and text; results come first in the API, and order is kept.
+      const pendingText: string[] = [];
+      const flushText = (): void => {
+        if (pendingText.length > 0) out.push({ role: 'user', content: joined(pendingText.splice(0)) });
+      };
+      (m.content as UserPart[]).forEach((part, j) => {
+        if ('text' in part) {
+          pendingText.push(part.text);
+          return;
         }
-        out.push({ role: 'tool', content: anthropicText(block['content'], `${bw}.content`), tool_name: name });
-      } else {
-        throw new InvalidInputError(`${bw}: unsupported user block type ${JSON.stringify(block['type'])}; allowed are "text" and "tool_result".`, { where: bw });
-      }
-    });
-    flushText();
+        flushText();
+        const name = nameById.get(part.toolUseId);
+        if (name === undefined) {
+          throw inputError(`messages[${i}].content[${j}].tool_use_id`, `received ${describeValue(part.toolUseId)}, which matches no earlier tool_use block; expected the id of one (known: ${knownIds(nameById)})`, {
+            received: describeValue(part.toolUseId),
+            toolUseId: part.toolUseId,
+          });
+        }
+        out.push({ role: 'tool', content: part.content, tool_name: name });
+      });
+      flushText();
+    }
   });
   return out;
 }
 
+// The proposed action needs no id: nothing answers it yet.
+const ToolUseAction = discriminated(
+  'type',
+  { tool_use: plainObject({ name: Name, input: JsonOrEmpty }, 'a tool_use block {type: "tool_use", id, name, input}', HELP) },
+  'an Anthropic tool_use block {type: "tool_use", id, name, input}',
+  '"tool_use"',
+);
+
 /** Converts an Anthropic `tool_use` block into the proposed action. */
 export function fromAnthropicToolUse(block: unknown): ToolCall {
-  if (!isPlainObject(block) || block['type'] !== 'tool_use') {
-    throw new InvalidInputError(`action: expected an Anthropic tool_use block {type: "tool_use", id, name, input}, received ${describeType(block)}.`);
-  }
-  return { name: requireName(block['name'], 'action.name'), arguments: toJsonValue(block['input'] ?? {}, 'action.input') };
+  const parsed = parseInput(ToolUseAction, block, 'action');
+  return { name: parsed.name, arguments: parsed.input };
 }
 
 export { requireName, requireString, normalizeTool, normalizeTools } from './tools.js';

@@ -1,12 +1,11 @@
+/** The guard case (the dev.jsonl shape) parsed with the shared input schemas (input-schema.ts), then the checks across fields and the size limits. */
 import * as v from 'valibot';
 import { normalizeTools } from './tools.js';
-import { EdgeArmorError, InvalidInputError } from './errors.js';
-import { describeValue, formatIssuePath, isPlainObject, nameProblem, textProblem, toJsonValue } from './json.js';
-import { MAX_ACTION_ARGUMENTS_CHARS, MAX_FIELD_CHARS, MAX_MESSAGES, MAX_NAME_CHARS, MAX_SPANS, MAX_TOOLS, MAX_TOTAL_CHARS } from './limits.js';
+import { InvalidInputError } from './errors.js';
+import { describeValue } from './json.js';
+import { boundedArray, expecting, Json, Name, parseInput, plainObject as plainObjectWith, Text } from './input-schema.js';
+import { MAX_ACTION_ARGUMENTS_CHARS, MAX_FIELD_CHARS, MAX_MESSAGES, MAX_SPANS, MAX_TOOLS, MAX_TOTAL_CHARS } from './limits.js';
 import type { GuardInput, JsonValue, Message, Role, ToolCall, ToolSpec } from './types.js';
-
-// valibot was chosen over zod/mini for bundle size (a guard-case schema bundles to ~2 KB gzip against ~6 KB) with the same
-// static type inference; its issues are turned into InvalidInputError here, so no valibot type leaks out of the core.
 
 const ROLES = ['system', 'user', 'assistant', 'tool'] as const satisfies readonly Role[];
 
@@ -20,56 +19,7 @@ const FIELD_HELP: Readonly<Record<string, string>> = {
   arguments: 'any JSON value (use {} for a call without arguments)',
 };
 
-const expecting =
-  (allowed: string) =>
-  (issue: v.BaseIssue<unknown>): string =>
-    `received ${describeValue(issue.input)}; expected ${allowed}`;
-
-const missingField = (issue: v.BaseIssue<unknown>): string => {
-  const key = issue.path?.[issue.path.length - 1]?.key;
-  return `missing; expected ${typeof key === 'string' ? (FIELD_HELP[key] ?? 'a value') : 'a value'}`;
-};
-
-function checked<T>(problem: (value: T) => string | null): v.RawCheckAction<T> {
-  return v.rawCheck<T>(({ dataset, addIssue }) => {
-    if (!dataset.typed) return;
-    const reason = problem(dataset.value);
-    if (reason !== null) addIssue({ message: reason });
-  });
-}
-
-const Text = v.pipe(v.string(expecting('a string')), checked<string>((s) => textProblem(s)));
-const Name = v.pipe(v.string(expecting('a non-empty name')), checked<string>((s) => nameProblem(s, MAX_NAME_CHARS)));
-
-/** Any JSON value, checked and copied by toJsonValue; its problems keep their path below the field. */
-const Json = v.pipe(
-  v.unknown(),
-  v.rawTransform<unknown, JsonValue>(({ dataset, addIssue, NEVER }) => {
-    try {
-      return toJsonValue(dataset.value, '');
-    } catch (error) {
-      if (!(error instanceof InvalidInputError)) throw error;
-      const rel = typeof error.details['relativePath'] === 'string' ? error.details['relativePath'] : '';
-      const reason = typeof error.details['reason'] === 'string' ? error.details['reason'] : error.message.replace(/^: /, '');
-      addIssue({ message: `${rel}\u0000${reason}` });
-      return NEVER;
-    }
-  }),
-);
-
-/** A plain object validated by `entries`; arrays, Dates, Maps and class instances are refused before their keys are read. */
-function plainObject<const E extends v.ObjectEntries>(entries: E, allowed: string) {
-  return v.pipe(v.custom<Record<string, unknown>>(isPlainObject, expecting(allowed)), v.object(entries, missingField));
-}
-
-/** An array of at most `max` items, the length checked before any item is read. */
-function boundedArray<const S extends v.GenericSchema>(item: S, max: number, allowed: string) {
-  return v.pipe(
-    v.custom<unknown[]>(Array.isArray, expecting(allowed)),
-    v.check((a: unknown[]) => a.length <= max, (issue: v.CheckIssue<unknown[]>) => `received ${issue.input.length} items; at most ${max} are allowed`),
-    v.array(item, expecting(allowed)),
-  );
-}
+const plainObject = <const E extends v.ObjectEntries>(entries: E, allowed: string) => plainObjectWith(entries, allowed, FIELD_HELP);
 
 const HistoryToolCall = plainObject({ name: Name, arguments: Json }, 'a tool call {name, arguments}');
 
@@ -104,17 +54,6 @@ export const GuardCaseSchema = plainObject(
 
 /** The statically inferred output of GuardCaseSchema, before the cross-field checks. */
 export type ParsedGuardCase = v.InferOutput<typeof GuardCaseSchema>;
-
-function issueToError(issue: v.BaseIssue<unknown>): InvalidInputError {
-  let where = formatIssuePath(issue.path, 'input');
-  let reason = issue.message;
-  const sep = reason.indexOf('\u0000');
-  if (sep >= 0) {
-    where += reason.slice(0, sep);
-    reason = reason.slice(sep + 1);
-  }
-  return new InvalidInputError(`${where}: ${reason}.`, { where, received: describeValue(issue.input) });
-}
 
 /** Throws unless the messages hold a user request; shared by parseGuardInput and buildContext so both say the same. */
 export function requireUserRequest(messages: readonly Pick<Message, 'role'>[]): void {
@@ -165,16 +104,7 @@ function toMessage(raw: ParsedGuardCase['messages'][number], i: number): Message
 
 /** Validates an unknown value as a guard case (the dev.jsonl shape; extra fields are ignored) and returns a clean copy; every problem is an InvalidInputError naming the field. */
 export function parseGuardInput(value: unknown): GuardInput {
-  let parsed: ParsedGuardCase;
-  try {
-    const result = v.safeParse(GuardCaseSchema, value, { abortEarly: true });
-    if (!result.success) throw issueToError(result.issues[0]);
-    parsed = result.output;
-  } catch (error) {
-    if (error instanceof EdgeArmorError) throw error;
-    // Getters and proxies can throw while being read; that is bad input, not a guard bug.
-    throw new InvalidInputError(`input: the value could not be read (${error instanceof Error ? error.message : String(error)}).`, { where: 'input' }, { cause: error });
-  }
+  const parsed: ParsedGuardCase = parseInput(GuardCaseSchema, value, 'input');
   const messages = parsed.messages.map(toMessage);
   requireUserRequest(messages);
   requireSpanLimit(messages.filter((m) => m.role === 'tool').length);

@@ -4,24 +4,36 @@
  * proposed action, and earlier `tools/call` exchanges the tool turns of the conversation. Shapes follow
  * the MCP specification (2025-06-18): https://modelcontextprotocol.io/specification/2025-06-18/server/tools
  */
-import { InvalidInputError } from './errors.js';
-import { describeType, isPlainObject, toJsonValue } from './json.js';
-import { normalizeTools, requireName, requireString } from './tools.js';
-import type { GuardInput, JsonObject, Message, ToolCall, ToolSpec } from './types.js';
+import * as v from 'valibot';
+import { describeValue, isPlainObject } from './json.js';
+import { arrayOf, discriminated, expecting, inputError, Json, jsonObject, missingFrom, Name, parseInput, plainObject, Text } from './input-schema.js';
+import { normalizeTools } from './tools.js';
+import type { GuardInput, Message, ToolCall, ToolSpec } from './types.js';
 
-/** A JSON-RPC message's `result` (or the bare result when `value` is not an envelope); a JSON-RPC error is an InvalidInputError. */
-function resultOf(value: unknown, where: string): Record<string, unknown> {
-  if (!isPlainObject(value)) throw new InvalidInputError(`${where}: expected a JSON-RPC response or its result object, received ${describeType(value)}.`, { where });
-  if (isPlainObject(value['error'])) {
-    const e = value['error'];
-    throw new InvalidInputError(`${where}: the server answered with JSON-RPC error ${String(e['code'])}: ${String(e['message'])}; there is no result to read.`, { where });
-  }
-  if ('jsonrpc' in value) {
-    if (!isPlainObject(value['result'])) throw new InvalidInputError(`${where}.result: expected an object, received ${describeType(value['result'])}.`, { where });
-    return value['result'];
-  }
-  return value;
+/** A JSON-RPC error object, when `value` is a response carrying one. */
+const rpcError = (value: unknown): Record<string, unknown> | null => (isPlainObject(value) && isPlainObject(value['error']) ? value['error'] : null);
+
+/** A JSON-RPC response's `result` checked by `result`, or the bare result when there is no envelope; a JSON-RPC error is refused. */
+function jsonRpcResult<T>(result: v.GenericSchema<unknown, T>, what: string): v.GenericSchema<unknown, T> {
+  const envelope = v.pipe(
+    v.object({ result: v.pipe(v.unknown(), v.check(isPlainObject, expecting(what)), result) }, missingFrom({ result: what })),
+    v.transform((e) => e.result),
+  );
+  return v.pipe(
+    v.unknown(),
+    v.check(isPlainObject, expecting(`a JSON-RPC response or its result object (${what})`)),
+    v.check(
+      (value) => rpcError(value) === null,
+      (issue) => {
+        const e = rpcError(issue.input) ?? {};
+        return `received JSON-RPC error ${String(e['code'])}: ${String(e['message'])}; expected a result (an error response has none to read)`;
+      },
+    ),
+    v.lazy((value: unknown) => ('jsonrpc' in (value as object) ? envelope : result)) as v.GenericSchema<unknown, T>,
+  );
 }
+
+const ToolsListPage = jsonRpcResult(plainObject({ tools: arrayOf(v.unknown(), 'an array of tools') }, 'a tools/list result {tools}', { tools: 'a "tools" array' }), 'a tools/list result {tools}');
 
 /**
  * The tools of a `tools/list` response (`{jsonrpc, id, result: {tools, nextCursor?}}`), of its bare result
@@ -30,51 +42,67 @@ function resultOf(value: unknown, where: string): Record<string, unknown> {
  */
 export function fromMcpToolsList(response: unknown): ToolSpec[] {
   const pages = Array.isArray(response) ? response : [response];
-  const tools = pages.flatMap((page, i) => {
-    const where = Array.isArray(response) ? `toolsList[${i}]` : 'toolsList';
-    const result = resultOf(page, where);
-    if (!Array.isArray(result['tools'])) {
-      throw new InvalidInputError(`${where}: expected a tools/list result with a "tools" array, received ${describeType(result['tools'])} for "tools".`, { where });
-    }
-    return result['tools'] as unknown[];
-  });
+  const tools = pages.flatMap((page, i) => parseInput(ToolsListPage, page, Array.isArray(response) ? `toolsList[${i}]` : 'toolsList').tools);
   return normalizeTools(tools, 'toolsList.tools');
 }
 
+const ToolsCall = v.pipe(
+  v.unknown(),
+  v.check(isPlainObject, expecting('a JSON-RPC request {jsonrpc, id, method: "tools/call", params}')),
+  v.object(
+    {
+      method: v.literal('tools/call', expecting('"tools/call"')),
+      params: plainObject({ name: Name, arguments: v.nullish(jsonObject('an object of arguments'), () => ({})) }, 'the params {name, arguments?}', { name: 'a non-empty name' }),
+    },
+    missingFrom({ method: '"tools/call"', params: 'the params {name, arguments?}' }),
+  ),
+);
+
 /** The proposed action of a `tools/call` request: `{jsonrpc: "2.0", id, method: "tools/call", params: {name, arguments?}}`. */
 export function fromMcpToolsCall(request: unknown, where = 'call'): ToolCall {
-  if (!isPlainObject(request) || request['method'] !== 'tools/call') {
-    const method = isPlainObject(request) ? JSON.stringify(request['method']) : describeType(request);
-    throw new InvalidInputError(`${where}: expected a JSON-RPC request with method "tools/call", received ${method}.`, { where });
-  }
-  const params = request['params'];
-  if (!isPlainObject(params)) throw new InvalidInputError(`${where}.params: expected {name, arguments?}, received ${describeType(params)}.`, { where });
-  const name = requireName(params['name'], `${where}.params.name`);
-  const args = params['arguments'] ?? {};
-  if (!isPlainObject(args)) throw new InvalidInputError(`${where}.params.arguments: expected an object, received ${describeType(args)}.`, { where });
-  return { name, arguments: toJsonValue(args, `${where}.params.arguments`) as JsonObject };
+  const { params } = parseInput(ToolsCall, request, where);
+  return { name: params.name, arguments: params.arguments };
 }
 
 /** The text an agent reads from one content block of a tool result; non-text media become a marker. */
-function blockText(block: unknown, where: string): string {
-  if (!isPlainObject(block)) throw new InvalidInputError(`${where}: expected a content block, received ${describeType(block)}.`, { where });
-  switch (block['type']) {
-    case 'text':
-      return requireString(block['text'], `${where}.text`);
-    case 'resource': {
-      // An embedded resource's text is tool output like any other: untrusted, scored.
-      const resource = isPlainObject(block['resource']) ? block['resource'] : {};
-      return typeof resource['text'] === 'string' ? resource['text'] : `[resource ${String(resource['uri'] ?? '')}]`;
-    }
-    case 'resource_link':
-      return `[resource link ${String(block['uri'] ?? '')}${typeof block['description'] === 'string' ? `: ${block['description']}` : ''}]`;
-    case 'image':
-    case 'audio':
-      return `[${block['type']} ${String(block['mimeType'] ?? '')}]`;
-    default:
-      throw new InvalidInputError(`${where}.type: received ${JSON.stringify(block['type'])}; allowed are "text", "image", "audio", "resource_link", "resource".`, { where });
-  }
-}
+const McpBlock = discriminated(
+  'type',
+  {
+    text: v.pipe(plainObject({ text: Text }, 'a text block {type: "text", text}', { text: 'a string' }), v.transform((b) => b.text)),
+    // An embedded resource's text is tool output like any other: untrusted, scored.
+    resource: v.pipe(
+      v.unknown(),
+      v.transform((b) => {
+        const block = b as Record<string, unknown>;
+        const resource = isPlainObject(block['resource']) ? block['resource'] : {};
+        return typeof resource['text'] === 'string' ? resource['text'] : `[resource ${String(resource['uri'] ?? '')}]`;
+      }),
+    ),
+    resource_link: v.pipe(
+      v.unknown(),
+      v.transform((b) => {
+        const block = b as Record<string, unknown>;
+        return `[resource link ${String(block['uri'] ?? '')}${typeof block['description'] === 'string' ? `: ${block['description']}` : ''}]`;
+      }),
+    ),
+    image: v.pipe(v.unknown(), v.transform((b) => `[image ${String((b as Record<string, unknown>)['mimeType'] ?? '')}]`)),
+    audio: v.pipe(v.unknown(), v.transform((b) => `[audio ${String((b as Record<string, unknown>)['mimeType'] ?? '')}]`)),
+  },
+  'a content block',
+  '"text", "image", "audio", "resource_link" or "resource"',
+);
+
+const McpBlocks = arrayOf(McpBlock, 'an array of content blocks');
+const NotRead = v.pipe(v.unknown(), v.transform((): string[] => []));
+
+// Content that is not an array is not read (structuredContent is, as before); an empty list is valid.
+const CallResult = jsonRpcResult(
+  v.object({
+    content: v.optional(v.lazy((content: unknown) => (Array.isArray(content) ? McpBlocks : NotRead)) as v.GenericSchema<unknown, string[]>),
+    structuredContent: v.optional(v.unknown()),
+  }),
+  'a tools/call result {content, structuredContent?}',
+);
 
 /**
  * An earlier `tools/call` exchange as conversation turns: the assistant's call, then the tool message with
@@ -83,19 +111,20 @@ function blockText(block: unknown, where: string): string {
  */
 export function fromMcpToolResult(request: unknown, response: unknown, where = 'exchange'): Message[] {
   const call = fromMcpToolsCall(request, `${where}.request`);
-  if (!isPlainObject(response)) throw new InvalidInputError(`${where}.response: expected a JSON-RPC response, received ${describeType(response)}.`, { where });
+  if (!isPlainObject(response)) throw inputError(`${where}.response`, `received ${describeValue(response)}; expected a JSON-RPC response`, { received: describeValue(response) });
   const requestId = (request as Record<string, unknown>)['id'];
   if ('id' in response && response['id'] !== requestId) {
-    throw new InvalidInputError(`${where}.response.id: ${JSON.stringify(response['id'])} does not answer the request's id ${JSON.stringify(requestId)}.`, { where });
+    throw inputError(`${where}.response.id`, `received ${describeValue(response['id'])}; expected the request's id, ${describeValue(requestId)}`, { received: describeValue(response['id']) });
   }
   let content: string;
-  if (isPlainObject(response['error'])) {
-    content = `Error ${String(response['error']['code'])}: ${String(response['error']['message'])}`;
+  const error = rpcError(response);
+  if (error !== null) {
+    content = `Error ${String(error['code'])}: ${String(error['message'])}`;
   } else {
-    const result = resultOf(response, `${where}.response`);
-    const blocks = result['content'];
-    if (Array.isArray(blocks) && blocks.length > 0) content = blocks.map((b, i) => blockText(b, `${where}.response.result.content[${i}]`)).join('\n');
-    else if (result['structuredContent'] !== undefined) content = JSON.stringify(toJsonValue(result['structuredContent'], `${where}.response.result.structuredContent`));
+    const result = parseInput(CallResult, response, `${where}.response`);
+    const place = 'jsonrpc' in response ? `${where}.response.result` : `${where}.response`;
+    if (result.content !== undefined && result.content.length > 0) content = result.content.join('\n');
+    else if (result.structuredContent !== undefined) content = JSON.stringify(parseInput(Json, result.structuredContent, `${place}.structuredContent`));
     else content = '';
   }
   return [
@@ -125,7 +154,9 @@ export function mcpGuardInput(parts: McpGuardInputParts): GuardInput {
   const tools = fromMcpToolsList(parts.toolsList);
   const action = fromMcpToolsCall(parts.call);
   if (!tools.some((t) => t.name === action.name)) {
-    throw new InvalidInputError(`call.params.name: "${action.name}" is not among the server's tools (${tools.map((t) => `"${t.name}"`).join(', ') || 'none'}).`, { where: 'call' });
+    throw inputError('call.params.name', `received ${describeValue(action.name)}; expected one of the server's tools (${tools.map((t) => `"${t.name}"`).join(', ') || 'none'})`, {
+      received: describeValue(action.name),
+    });
   }
   const exchanges = (parts.exchanges ?? []).flatMap((x, i) => fromMcpToolResult(x.request, x.response, `exchanges[${i}]`));
   return {

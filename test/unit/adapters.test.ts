@@ -24,9 +24,19 @@ describe('tool adapters', () => {
     expect(normalizeTool({ name: 'ping' })).toEqual({ name: 'ping', description: '', parameters: { type: 'object', properties: {} } });
   });
 
-  it('rejects duplicate tool names and tools without a name', () => {
-    expect(() => normalizeTools([{ name: 'a' }, { name: 'a' }])).toThrow(/appears twice/);
+  it('rejects duplicate tool names and tools without a name, naming where and what was received', () => {
+    expect(() => normalizeTools([{ name: 'a' }, { name: 'a' }])).toThrow('tools[1].name: received the string "a", the name of tools[0] too; expected unique tool names.');
     expect(() => normalizeTool({ description: 'x' })).toThrow(InvalidInputError);
+    expect(() => normalizeTool({ description: 'x' })).toThrow('tool.name: missing; expected a non-empty name.');
+    expect(() => normalizeTool({ type: 'function', function: { name: 'send\u0000money' } })).toThrow(/^tool\.function\.name: received a control character \(U\+0000\)/);
+  });
+
+  it('rejects a tool with both "parameters" and "inputSchema", and schemas that are not JSON objects', () => {
+    expect(() => normalizeTool({ name: 'a', parameters: SCHEMA, inputSchema: SCHEMA })).toThrow(
+      'tool: received both "parameters" and "inputSchema"; expected one schema (flat tools use "parameters", MCP tools "inputSchema").',
+    );
+    expect(() => normalizeTools([{ name: 'a', inputSchema: [SCHEMA] }], 'input.tools')).toThrow('input.tools[0].inputSchema: received an array of 1 item; expected a JSON schema object.');
+    expect(() => normalizeTools('a', 'input.tools')).toThrow('input.tools: received the string "a"; expected an array of tools.');
   });
 });
 
@@ -54,11 +64,27 @@ describe('OpenAI chat-completions adapter', () => {
   it('throws a typed error naming the known ids when a tool_call_id is unresolvable', () => {
     const bad = [...messages.slice(0, 3), { role: 'tool', tool_call_id: 'call_9', content: 'x' }];
     expect(() => fromOpenAIMessages(bad)).toThrow(InvalidInputError);
-    expect(() => fromOpenAIMessages(bad)).toThrow(/"call_9".*"call_1"/);
+    expect(() => fromOpenAIMessages(bad)).toThrow(
+      'messages[3].tool_call_id: received the string "call_9", which matches no earlier assistant tool call; expected the id of one (known: "call_1").',
+    );
+  });
+
+  it('names the part, what it received and the allowed types when a content part cannot be scored', () => {
+    expect(() => fromOpenAIMessages([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }])).toThrow(
+      'messages[0].content[0].type: received the string "image_url"; expected "text", "input_text", "output_text" or "refusal" (images and audio cannot be scored).',
+    );
+    expect(() => fromOpenAIMessages([{ role: 'bot', content: '' }])).toThrow(
+      'messages[0].role: received the string "bot"; expected one of "system", "developer", "user", "assistant", "tool", "function".',
+    );
+    expect(() => fromOpenAIMessages('hi')).toThrow('messages: received the string "hi"; expected an array of OpenAI chat messages.');
   });
 
   it('throws a typed error on arguments that are not JSON', () => {
     expect(() => fromOpenAIToolCall({ id: 'c', type: 'function', function: { name: 'f', arguments: '{oops' } })).toThrow(InvalidInputError);
+    expect(() => fromOpenAIToolCall({ id: 'c', type: 'function', function: { name: 'f', arguments: '{oops' } })).toThrow(
+      /^action\.function\.arguments: received the string "\{oops", which does not parse \(.*\); expected a JSON string\.$/,
+    );
+    expect(() => fromOpenAIToolCall({ function: { name: 'f', arguments: '{"a":1e999}' } })).toThrow(/^action\.function\.arguments\.a: received the number Infinity/);
   });
 
   it('turns a proposed OpenAI tool call into an action', () => {
@@ -99,6 +125,33 @@ describe('Anthropic messages adapter', () => {
 
   it('throws a typed error when a tool_result names an unknown tool_use_id', () => {
     expect(() => fromAnthropicMessages([{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'nope', content: 'x' }] }])).toThrow(InvalidInputError);
+    expect(() => fromAnthropicMessages([{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'nope', content: 'x' }] }])).toThrow(
+      'messages[0].content[0].tool_use_id: received the string "nope", which matches no earlier tool_use block; expected the id of one (known: none).',
+    );
+  });
+
+  it('names the block, what it received and what is allowed for roles and block types it cannot read', () => {
+    expect(() => fromAnthropicMessages([{ role: 'system', content: 'x' }])).toThrow(
+      'messages[0].role: received the string "system"; expected "user" or "assistant" (system goes in the separate system parameter).',
+    );
+    expect(() => fromAnthropicMessages([{ role: 'assistant', content: [{ type: 'image' }] }])).toThrow(
+      'messages[0].content[0].type: received the string "image"; expected "text", "tool_use", "thinking" or "redacted_thinking".',
+    );
+    expect(() => fromAnthropicMessages([{ role: 'user' }])).toThrow('messages[0].content: missing; expected a string or an array of content blocks.');
+    expect(() => fromAnthropicMessages([{ role: 'user', content: 'x' }], [{ type: 'image' }])).toThrow('system[0].type: received the string "image"; expected "text" (only text blocks can be scored here).');
+    expect(() => fromAnthropicToolUse({ type: 'text', text: 'x' })).toThrow('action.type: received the string "text"; expected "tool_use".');
+  });
+
+  it('skips thinking blocks and reads a missing tool_use input as no arguments', () => {
+    expect(
+      fromAnthropicMessages([
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: 's' }, { type: 'redacted_thinking', data: 'x' }, { type: 'tool_use', id: 'a', name: 'ping' }] },
+      ]),
+    ).toEqual([
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: '', tool_calls: [{ name: 'ping', arguments: {} }] },
+    ]);
   });
 
   it('turns a tool_use block into an action', () => {

@@ -29,9 +29,12 @@ describe('fromMcpToolsList', () => {
   });
 
   it('refuses an error response, a result without tools and a tool listed twice across pages', () => {
-    expect(() => fromMcpToolsList({ jsonrpc: '2.0', id: 1, error: { code: -32601, message: 'Method not found' } })).toThrow(/JSON-RPC error -32601: Method not found/);
-    expect(() => fromMcpToolsList({ jsonrpc: '2.0', id: 1, result: {} })).toThrow(/"tools" array/);
+    expect(() => fromMcpToolsList({ jsonrpc: '2.0', id: 1, error: { code: -32601, message: 'Method not found' } })).toThrow(
+      'toolsList: received JSON-RPC error -32601: Method not found; expected a result (an error response has none to read).',
+    );
+    expect(() => fromMcpToolsList({ jsonrpc: '2.0', id: 1, result: {} })).toThrow('toolsList.result.tools: missing; expected a "tools" array.');
     expect(() => fromMcpToolsList([LIST, LIST])).toThrow(InvalidInputError);
+    expect(() => fromMcpToolsList([LIST, LIST])).toThrow('toolsList.tools[2].name: received the string "get_weather", the name of toolsList.tools[0] too; expected unique tool names.');
   });
 });
 
@@ -42,10 +45,10 @@ describe('fromMcpToolsCall', () => {
   });
 
   it('names what is wrong with a request that is not a tools/call', () => {
-    expect(() => fromMcpToolsCall({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).toThrow('call: expected a JSON-RPC request with method "tools/call", received "tools/list".');
-    expect(() => fromMcpToolsCall({ method: 'tools/call', params: {} })).toThrow('call.params.name: expected a non-empty name, received nothing (the field is missing or undefined).');
+    expect(() => fromMcpToolsCall({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).toThrow('call.method: received the string "tools/list"; expected "tools/call".');
+    expect(() => fromMcpToolsCall({ method: 'tools/call', params: {} })).toThrow('call.params.name: missing; expected a non-empty name.');
     expect(() => fromMcpToolsCall({ method: 'tools/call', params: { name: '' } })).toThrow('call.params.name: received ""; allowed is a non-empty name.');
-    expect(() => fromMcpToolsCall({ method: 'tools/call', params: { name: 'x', arguments: [1] } })).toThrow(/arguments: expected an object, received array/);
+    expect(() => fromMcpToolsCall({ method: 'tools/call', params: { name: 'x', arguments: [1] } })).toThrow('call.params.arguments: received an array of 1 item; expected an object of arguments.');
   });
 });
 
@@ -78,8 +81,10 @@ describe('fromMcpToolResult', () => {
   });
 
   it('refuses a response to another request and an unknown content type', () => {
-    expect(() => fromMcpToolResult(request, { jsonrpc: '2.0', id: 4, result: { content: [] } })).toThrow('exchange.response.id: 4 does not answer the request\'s id 3.');
-    expect(() => fromMcpToolResult(request, { jsonrpc: '2.0', id: 3, result: { content: [{ type: 'video' }] } })).toThrow(/allowed are "text", "image", "audio", "resource_link", "resource"/);
+    expect(() => fromMcpToolResult(request, { jsonrpc: '2.0', id: 4, result: { content: [] } })).toThrow("exchange.response.id: received the number 4; expected the request's id, the number 3.");
+    expect(() => fromMcpToolResult(request, { jsonrpc: '2.0', id: 3, result: { content: [{ type: 'video' }] } })).toThrow(
+      'exchange.response.result.content[0].type: received the string "video"; expected "text", "image", "audio", "resource_link" or "resource".',
+    );
   });
 });
 
@@ -102,6 +107,8 @@ describe('mcpGuardInput', () => {
   });
 
   it('refuses a call to a tool the server did not list', () => {
-    expect(() => mcpGuardInput({ toolsList: LIST, call: { ...CALL, params: { name: 'delete_all' } } })).toThrow('call.params.name: "delete_all" is not among the server\'s tools ("get_weather", "send_email").');
+    expect(() => mcpGuardInput({ toolsList: LIST, call: { ...CALL, params: { name: 'delete_all' } } })).toThrow(
+      'call.params.name: received the string "delete_all"; expected one of the server\'s tools ("get_weather", "send_email").',
+    );
   });
 });
