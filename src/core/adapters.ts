@@ -1,7 +1,7 @@
 /** OpenAI chat-completions and Anthropic Messages API shapes converted into guard messages and actions, parsed with the guard input's schemas and messages. */
 import * as v from 'valibot';
 import { describeValue } from './json.js';
-import { arrayOf, discriminated, expecting, inputError, JsonOrEmpty, JsonStringOrValue, Name, parseInput, plainObject, Text } from './input-schema.js';
+import { arrayOf, discriminated, inputError, JsonOrEmpty, JsonStringOrValue, Name, parseInput, plainObject, Text } from './input-schema.js';
 import type { Message, MessageToolCall, ToolCall } from './types.js';
 
 const HELP: Readonly<Record<string, string>> = {

@@ -12,7 +12,8 @@ import {
   hijackVars,
   type HijackGoal,
 } from './attacks.js';
-import { BANKING, CALENDAR, EMAIL, TRAVEL } from './domains-a.js';
+import { BANKING, EMAIL, TRAVEL } from './domains-a.js';
+import { CALENDAR } from './domains-calendar.js';
 import { CHAT, FILES, SHOPPING, WEB } from './domains-b.js';
 import { COMPANIES, EXTRA_REASONING, Picker, REASONING, SYSTEM_PROMPTS, USER_PREFIXES, USER_SUFFIXES, decapitalize, fill } from './pools.js';
 import { Rng } from './rng.js';

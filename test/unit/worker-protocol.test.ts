@@ -6,7 +6,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createGuard, type CreateGuardOptions, type WorkerGuard } from '../../src/client/create-guard.js';
 import { createWorkerService, NATIVE_IN_WORKER_THREAD_REASON, planBackends } from '../../src/client/worker-service.js';
-import { DeviceLostError, DisposedError, GuardAbortedError, IntegrityError, InvalidInputError, ModelLoadError, OutOfMemoryError, WorkerCrashedError } from '../../src/core/errors.js';
+import { DeviceLostError, DisposedError, GuardAbortedError, IntegrityError, InvalidInputError, ModelLoadError, OutOfMemoryError } from '../../src/core/errors.js';
 import { failureVerdict } from '../../src/core/verdict.js';
 import { parseGuardInput } from '../../src/core/adapters.js';
 import { resolveOptions } from '../../src/core/options.js';
