@@ -35,6 +35,7 @@ options:
   --mask-cot-for-scoring <true|false>
   --action-text <template|raw>
   --on-error <block|allow>
+  --truncated-spans <report|fail>   a check whose tool result was cut to fit the window: keep its verdict, or fail
   --untrusted-tools <a,b>    only these tools' results are untrusted
   --trusted-tools <a,b>      these tools' results are trusted
   --privileged-tools <a,b>   only calls of these tools are checked

@@ -34,7 +34,7 @@ options:
   --no-baselines             same as --baselines none
   --model <dir>              a model directory (default: the embedded model)
   --variant <q4|fp32|fp16|q4f16>  model file variant (default q4)
-  --config, --tau, --user-weight, --rule, --user-request, --mask-cot-for-scoring, --action-text, --on-error,
+  --config, --tau, --user-weight, --rule, --user-request, --mask-cot-for-scoring, --action-text, --on-error, --truncated-spans,
   --untrusted-tools, --trusted-tools, --privileged-tools: guard options, as for check
 ${REMOTE_PROXY_USAGE}
                              (the reference baseline still runs --model locally)

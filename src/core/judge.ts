@@ -6,6 +6,7 @@
  */
 import { attributeWithOptions, ruleFromOptions, type ActionTokenPart, type AttributionResult } from './attribution.js';
 import type { StructuredContext } from './context.js';
+import { ContextTooLongError } from './errors.js';
 import { analyzeMindGuard } from './mindguard/index.js';
 import type { MindGuardVerdict } from './mindguard/types.js';
 import type { ResolvedGuardOptions } from './options.js';
@@ -112,6 +113,14 @@ export function judge(input: JudgeInput): Verdict {
       ...(cut.charsCutBeforeTokenizing ? { charsCutBeforeTokenizing: { ...cut.charsCutBeforeTokenizing } } : {}),
     };
   }
+  const cutSpans = options.truncatedSpans === 'fail' ? truncatedSpans(context, cut) : [];
+  if (cutSpans.length > 0) {
+    const error = new ContextTooLongError(
+      `untrusted tool results were cut to fit the context window (messages ${cutSpans.join(', ')}), and truncatedSpans is 'fail': the cut part may hold the injection, so the guard does not judge the call.`,
+      { messages: cutSpans },
+    );
+    return { ...judgeFailure(error, context, options, input.extras ?? {}), ...(verdict.truncation ? { truncation: verdict.truncation } : {}) };
+  }
   if (context.tools.length > 0) {
     verdict.toolPoisoning = judgeToolPoisoning(input, attribution);
     if (verdict.toolPoisoning.detected) {
@@ -120,6 +129,12 @@ export function judge(input: JudgeInput): Verdict {
     }
   }
   return verdict;
+}
+
+/** Message indexes of the untrusted spans the window's truncation (or the cut before tokenizing) shortened, in order. */
+export function truncatedSpans(context: Pick<StructuredContext, 'spans'>, cut: Pick<JudgeInput['scores']['truncation'], 'shortenedMessages' | 'charsCutBeforeTokenizing'>): number[] {
+  const shortened = new Set([...Object.keys(cut.shortenedMessages), ...Object.keys(cut.charsCutBeforeTokenizing ?? {})].map(Number));
+  return [...new Set(context.spans.map((s) => s.messageIndex).filter((i) => shortened.has(i)))].sort((a, b) => a - b);
 }
 
 /** Tool poisoning from leave-one-out over descriptions and MindGuard's attention, with the first-call thresholds before any tool result. */

@@ -53,6 +53,7 @@ const ENV_TABLE: readonly EnvEntry[] = [
   { path: ['cotRedactionText'], suffixes: ['COT_REDACTION_TEXT'], parse: parseText },
   { path: ['actionText'], suffixes: ['ACTION_TEXT'], parse: parseText },
   { path: ['onError'], suffixes: ['ON_ERROR'], parse: parseText },
+  { path: ['truncatedSpans'], suffixes: ['TRUNCATED_SPANS'], parse: parseText },
   { path: ['timeoutMs'], suffixes: ['TIMEOUT_MS'], parse: parseNumber },
   { path: ['maxContextTokens'], suffixes: ['MAX_CONTEXT_TOKENS'], parse: parseNullableInteger },
   { path: ['edgearmorRule', 'nameWeight'], suffixes: ['RULE_NAME_WEIGHT'], parse: parseNumber },

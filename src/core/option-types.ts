@@ -189,6 +189,14 @@ export interface GuardOptions {
    */
   maxContextTokens?: number | null | undefined;
   /**
+   * A check whose untrusted span (a tool result) had to be cut to fit the window: 'report' keeps the model's
+   * verdict and lists the cut in `verdict.truncation`; 'fail' treats it as a guard failure (a
+   * `ContextTooLongError` answered by `onError`: block a privileged call by default), since the cut part may
+   * have held the injection. docs/security-model.md says why 'report' is the default.
+   * @defaultValue 'report'
+   */
+  truncatedSpans?: TruncatedSpanPolicy | undefined;
+  /**
    * Defense pipeline options.
    * @defaultValue see DEFAULT_DEFENSE_OPTIONS
    */
@@ -218,6 +226,9 @@ export interface ResolvedEdgeArmorRuleOptions {
   userFloor: number;
 }
 
+/** What a check whose untrusted span was cut to fit the window answers (GuardOptions.truncatedSpans). */
+export type TruncatedSpanPolicy = 'report' | 'fail';
+
 /** Guard options after defaults and validation: plain data that survives structuredClone. */
 export interface ResolvedGuardOptions {
   tau: number;
@@ -234,6 +245,7 @@ export interface ResolvedGuardOptions {
   onError: FailurePolicy;
   timeoutMs: number;
   maxContextTokens: number | null;
+  truncatedSpans: TruncatedSpanPolicy;
   defense: ResolvedDefenseOptions;
   toolPoisoning: ResolvedToolPoisoningOptions;
 }

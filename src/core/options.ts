@@ -56,6 +56,7 @@ export const DEFAULT_GUARD_OPTIONS: Readonly<ResolvedGuardOptions> = Object.free
   onError: 'block',
   timeoutMs: 30_000,
   maxContextTokens: null,
+  truncatedSpans: 'report',
   defense: DEFAULT_DEFENSE_OPTIONS,
   toolPoisoning: Object.freeze({
     leaveOneOut: true,
@@ -155,6 +156,7 @@ const GuardOptionsSchema = v.pipe(
     onError: v.optional(oneOf(['block', 'allow']), d.onError),
     timeoutMs: v.optional(integerFrom(1), d.timeoutMs),
     maxContextTokens: optionalCount,
+    truncatedSpans: v.optional(oneOf(['report', 'fail']), d.truncatedSpans),
     defense: v.optional(DefenseSchema, {}),
     toolPoisoning: v.optional(ToolPoisoningSchema, {}),
   }),
