@@ -1,6 +1,8 @@
 /**
  * The fault matrix through the worker API (issue 22): worker killed, worker throws, model file
- * tampered, abort, timeout and dispose mid-check, each alone and with two other calls in flight.
+ * tampered, GPU device lost (simulated: no GPU here, so the worker's first check answers as the engine
+ * does when onnxruntime reports a lost device), abort, timeout and dispose mid-check, each alone and with
+ * two other calls in flight.
  * Every promise settles (none outlives its hang guard), a privileged call is never allowed by a
  * failure (a failure-policy block under the default policy, or the caller's own abort/dispose
  * rejection), and the next check works. The real worker service and LocalGuard on the tiny model run
@@ -14,8 +16,12 @@ import { join } from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGuard, type WorkerGuard } from '../../src/client/create-guard.js';
-import { createWorkerService } from '../../src/client/worker-service.js';
+import { createWorkerService, type WorkerServiceDeps } from '../../src/client/worker-service.js';
+import { DeviceLostError } from '../../src/core/errors.js';
+import { judgeFailure } from '../../src/core/judge.js';
+import { resolveOptions } from '../../src/core/options.js';
 import type { Verdict } from '../../src/core/verdict.js';
+import { createLocalGuard } from '../../src/engine/local-guard.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from './tiny-guard-model.js';
 
 // Each promise must settle within this; pending longer is a hang.
@@ -59,16 +65,38 @@ interface Rig {
   workerPorts: MessagePort[];
 }
 
-function rig(modelDir: string, timeoutMs?: number): Rig {
+/**
+ * The first worker's guard loses its GPU device on its first check: that check gets the verdict the real
+ * guard gives when the engine reports a lost device (the failure policy with DeviceLostError); the guard
+ * runs on as the real one otherwise. Later workers are healthy.
+ */
+function losesDeviceOnce(workerNumber: number): NonNullable<WorkerServiceDeps['createLocalGuard']> {
+  return (options, runtime) => {
+    const real = createLocalGuard(options, runtime);
+    let lost = workerNumber > 0;
+    return {
+      ...real,
+      async check(raw, opts) {
+        if (lost) return real.check(raw, opts);
+        lost = true;
+        await new Promise((resolve) => setTimeout(resolve, 2 * FAULT_DELAY_MS));
+        return judgeFailure(new DeviceLostError('The webgpu device was lost during inference (GPUDevice was lost; simulated)'), { privileged: true }, resolveOptions(options));
+      },
+    };
+  };
+}
+
+function rig(modelDir: string, timeoutMs?: number, deviceLoss = false): Rig {
   const clientPorts: MessagePort[] = [];
   const workerPorts: MessagePort[] = [];
   const guard = createGuard({
     modelDir,
     worker: () => {
       const { port1, port2 } = new MessageChannel();
+      const deps = { isNode: true, isWorkerThread: false, ...(deviceLoss ? { createLocalGuard: losesDeviceOnce(clientPorts.length) } : {}) };
       clientPorts.push(port1);
       workerPorts.push(port2);
-      Comlink.expose(createWorkerService({ isNode: true, isWorkerThread: false }), nodeEndpoint(port2));
+      Comlink.expose(createWorkerService(deps), nodeEndpoint(port2));
       return port1;
     },
     // The default stuckWorkerGraceMs: a worker that stops a cancelled call in time is kept (grace 0 is worker-kill.test.ts's).
@@ -77,8 +105,8 @@ function rig(modelDir: string, timeoutMs?: number): Rig {
   return { guard, clientPorts, workerPorts };
 }
 
-type Fault = 'killed' | 'throws' | 'tampered' | 'abort' | 'timeout' | 'dispose';
-const FAULTS: Fault[] = ['killed', 'throws', 'tampered', 'abort', 'timeout', 'dispose'];
+type Fault = 'killed' | 'throws' | 'tampered' | 'device-lost' | 'abort' | 'timeout' | 'dispose';
+const FAULTS: Fault[] = ['killed', 'throws', 'tampered', 'device-lost', 'abort', 'timeout', 'dispose'];
 
 describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('fault matrix through the worker API', () => {
   let modelDir: string;
@@ -101,7 +129,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('fault matrix through the worker AP
   for (const fault of FAULTS) {
     for (const others of [0, 2]) {
       it(`${fault}${others ? ` with ${others} other calls in flight` : ''}: every promise settles, no privileged call is allowed, the next check works`, async () => {
-        const r = rig(fault === 'tampered' ? tamperedDir : modelDir, fault === 'timeout' ? SHORT_TIMEOUT_MS : undefined);
+        const r = rig(fault === 'tampered' ? tamperedDir : modelDir, fault === 'timeout' ? SHORT_TIMEOUT_MS : undefined, fault === 'device-lost');
         open.push(r.guard);
         await r.guard.ready.catch(() => undefined);
         const controller = new AbortController();
@@ -124,6 +152,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('fault matrix through the worker AP
           killed: { kind: 'verdict', verdict: { decision: 'block', error: { code: 'worker-crashed' } } },
           throws: { kind: 'verdict', verdict: { decision: 'block', error: { code: 'worker-crashed' } } },
           tampered: { kind: 'verdict', verdict: { decision: 'block', error: { code: 'integrity-mismatch' } } },
+          'device-lost': { kind: 'verdict', verdict: { decision: 'block', reason: 'failure-policy', error: { code: 'device-lost' } } },
           abort: { kind: 'rejected', code: 'aborted' },
           timeout: { kind: 'verdict', verdict: { decision: 'block', error: { code: 'timeout' } } },
           dispose: { kind: 'rejected', code: 'disposed' },
@@ -138,6 +167,8 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('fault matrix through the worker AP
         // A tampered model stays refused: every later check is blocked by the policy, none hangs.
         else if (fault === 'tampered') expect(next).toMatchObject(expected.tampered);
         else expect(next).toMatchObject({ kind: 'verdict', verdict: { reason: 'model' } });
+        // A lost device retires its worker: the next check ran on a new one.
+        if (fault === 'device-lost') expect(r.clientPorts.length).toBeGreaterThanOrEqual(2);
       }, CELL_TIMEOUT_MS);
     }
   }
