@@ -41,6 +41,10 @@ export interface CaseResult {
   forward_passes: number;
   p50_ms: { prefix: number; naive: number; transformersjs: number };
   p95_ms: { prefix: number; naive: number; transformersjs: number };
+  /** The slowest timed run of each path (a check's worst answer time, against the guard's timeoutMs, 30 s by default). */
+  max_ms: { prefix: number; naive: number; transformersjs: number };
+  /** The longest event-loop stall during any timed run of each path (longestStall). */
+  longest_stall_ms: { prefix: number; naive: number; transformersjs: number };
   /** Peak memory above the level before each path; null where the harness cannot measure it (browsers). */
   rss_delta_mib: { prefix: number; naive: number; transformersjs: number } | null;
   estimated_peak_mib_prefix: number;
@@ -168,18 +172,47 @@ export async function timed(reps: number, fn: () => Promise<unknown>): Promise<n
  * first `warmup` rounds run untimed: here the first rounds after a session's first run are still ~20%
  * slower (JIT, onnxruntime's per-shape plans), on every path.
  */
-export async function timedInterleaved<K extends string>(reps: number, fns: Record<K, () => Promise<unknown>>, warmup = 0): Promise<Record<K, number[]>> {
+export async function timedInterleaved<K extends string>(
+  reps: number,
+  fns: Record<K, () => Promise<unknown>>,
+  warmup = 0,
+  stalls?: Partial<Record<K, number>>,
+): Promise<Record<K, number[]>> {
   const keys = Object.keys(fns) as K[];
   const out = Object.fromEntries(keys.map((k) => [k, [] as number[]])) as Record<K, number[]>;
   for (let round = 0; round < warmup + reps; round++) {
     for (let i = 0; i < keys.length; i++) {
       const k = keys[(round + i) % keys.length]!;
       const t0 = performance.now();
-      await fns[k]();
-      if (round >= warmup) out[k].push(performance.now() - t0);
+      const stall = await longestStall(fns[k]);
+      if (round >= warmup) {
+        out[k].push(performance.now() - t0);
+        if (stalls) stalls[k] = Math.max(stalls[k] ?? 0, stall);
+      }
     }
   }
   return out;
+}
+
+/**
+ * Runs `fn` and returns the longest the event loop went without running a 5 ms timer meanwhile: how long
+ * the host (a page, an agent's Node process) could not answer anything. A synchronous inference run
+ * counts whole; a path that awaits between passes lets the loop run there.
+ */
+export async function longestStall(fn: () => Promise<unknown>): Promise<number> {
+  let last = performance.now();
+  let longest = 0;
+  const ticker = setInterval(() => {
+    const t = performance.now();
+    longest = Math.max(longest, t - last);
+    last = t;
+  }, 5);
+  try {
+    await fn();
+  } finally {
+    clearInterval(ticker);
+  }
+  return Math.max(longest, performance.now() - last);
 }
 
 /**
@@ -266,11 +299,12 @@ export async function benchCase(bs: BenchSession, dims: ModelDims, spec: CaseSpe
   // The peak is the best seen of two measurements, before and after the timing, so a slow minute on this shared
   // machine cannot put it below what the check itself reached.
   const peakBefore = await bs.matmulPeakGflops(Math.min(2048, contextTokens));
+  const stall: Partial<Record<PathName, number>> = {};
   const { prefix: tPrefix, naive: tNaive, transformersjs: tTjs } = await timedInterleaved(reps, {
     prefix: () => PATHS.prefix(ours, dims, sequences),
     naive: () => PATHS.naive(naive, dims, sequences),
     transformersjs: () => PATHS.transformersjs(tjs, dims, sequences),
-  }, 1);
+  }, 1, stall);
   await Promise.all([ours.release(), naive.release(), tjs.release()]);
   const peak = Math.max(peakBefore, await bs.matmulPeakGflops(Math.min(2048, contextTokens)));
   const st = shared.stats;
@@ -289,6 +323,8 @@ export async function benchCase(bs: BenchSession, dims: ModelDims, spec: CaseSpe
     forward_passes: st.forwardPasses,
     p50_ms: { prefix: r3(p50.prefix), naive: r3(p50.naive), transformersjs: r3(p50.transformersjs) },
     p95_ms: { prefix: r3(quantile(tPrefix, 0.95)), naive: r3(quantile(tNaive, 0.95)), transformersjs: r3(quantile(tTjs, 0.95)) },
+    max_ms: { prefix: r3(Math.max(...tPrefix)), naive: r3(Math.max(...tNaive)), transformersjs: r3(Math.max(...tTjs)) },
+    longest_stall_ms: { prefix: r3(stall.prefix ?? 0), naive: r3(stall.naive ?? 0), transformersjs: r3(stall.transformersjs ?? 0) },
     ...memoryFields(bs.memoryDelta !== undefined || bs.pathMemory !== undefined ? mem : null),
     estimated_peak_mib_prefix: r3(st.peakEstimatedBytes / 2 ** 20),
     gflop_check: r3(flops / 1e9),

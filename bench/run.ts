@@ -199,10 +199,10 @@ function machine(): string {
 }
 
 function table(rows: CaseResult[]): string {
-  const head = '| backend | ctx tokens | spans | computed / naive tok | / trie min | p50 ms ours / naive / tjs | p95 ms ours | speedup vs naive | vs tjs | RSS Δ MiB ours / tjs | mem ratio tjs/ours | GFLOP/s / matmul peak | fraction |';
-  const sep = '|' + '---|'.repeat(13);
+  const head = '| backend | ctx tokens | spans | computed / naive tok | / trie min | p50 ms ours / naive / tjs | p95 ms ours | max ms ours | longest event-loop stall ms ours / naive | speedup vs naive | vs tjs | RSS Δ MiB ours / tjs | mem ratio tjs/ours | GFLOP/s / matmul peak | fraction |';
+  const sep = '|' + '---|'.repeat(15);
   const lines = rows.map((r) =>
-    `| ${r.backend} | ${r.context_tokens} | ${r.spans} | ${r.computed_tokens} / ${r.naive_tokens} (${r.computed_tokens_ratio_vs_naive}) | ${r.trie_minimum_ratio} | ${r.p50_ms.prefix.toFixed(0)} / ${r.p50_ms.naive.toFixed(0)} / ${r.p50_ms.transformersjs.toFixed(0)} | ${r.p95_ms.prefix.toFixed(0)} | ${r.p50_speedup_vs_naive} | ${r.p50_speedup_vs_transformersjs} | ${r.rss_delta_mib ? `${r.rss_delta_mib.prefix.toFixed(0)} / ${r.rss_delta_mib.transformersjs.toFixed(0)}` : 'n/a'} | ${r.peak_memory_ratio_vs_transformersjs ?? 'n/a'} | ${r.gflops_achieved.toFixed(1)} / ${r.matmul_peak_gflops.toFixed(1)} | ${r.matmul_peak_fraction} |`,
+    `| ${r.backend} | ${r.context_tokens} | ${r.spans} | ${r.computed_tokens} / ${r.naive_tokens} (${r.computed_tokens_ratio_vs_naive}) | ${r.trie_minimum_ratio} | ${r.p50_ms.prefix.toFixed(0)} / ${r.p50_ms.naive.toFixed(0)} / ${r.p50_ms.transformersjs.toFixed(0)} | ${r.p95_ms.prefix.toFixed(0)} | ${r.max_ms.prefix.toFixed(0)} | ${r.longest_stall_ms.prefix.toFixed(0)} / ${r.longest_stall_ms.naive.toFixed(0)} | ${r.p50_speedup_vs_naive} | ${r.p50_speedup_vs_transformersjs} | ${r.rss_delta_mib ? `${r.rss_delta_mib.prefix.toFixed(0)} / ${r.rss_delta_mib.transformersjs.toFixed(0)}` : 'n/a'} | ${r.peak_memory_ratio_vs_transformersjs ?? 'n/a'} | ${r.gflops_achieved.toFixed(1)} / ${r.matmul_peak_gflops.toFixed(1)} | ${r.matmul_peak_fraction} |`,
   );
   return [head, sep, ...lines].join('\n');
 }
@@ -262,7 +262,7 @@ async function main(): Promise<void> {
   if (args.includes('--json') && summary) {
     const { computed_tokens_ratio_vs_naive, trie_minimum_ratio, p50_speedup_vs_naive, p50_speedup_vs_transformersjs, peak_memory_ratio_vs_transformersjs, matmul_peak_fraction } = summary;
     process.stdout.write(
-      `${JSON.stringify({ case: '2k tokens / 3 spans', backend: summary.backend, model: '.bench-model: random weights, hidden 256, 4 layers, 2x128 heads, vocab 4096', computed_tokens: summary.computed_tokens, naive_tokens: summary.naive_tokens, computed_tokens_ratio_vs_naive, trie_minimum_ratio, p50_speedup_vs_naive, p50_speedup_vs_transformersjs, peak_memory_ratio_vs_transformersjs, matmul_peak_fraction, p50_ms: summary.p50_ms, max_abs_logprob_diff_vs_naive: summary.max_abs_logprob_diff_vs_naive })}\n`,
+      `${JSON.stringify({ case: '2k tokens / 3 spans', backend: summary.backend, model: '.bench-model: random weights, hidden 256, 4 layers, 2x128 heads, vocab 4096', computed_tokens: summary.computed_tokens, naive_tokens: summary.naive_tokens, computed_tokens_ratio_vs_naive, trie_minimum_ratio, p50_speedup_vs_naive, p50_speedup_vs_transformersjs, peak_memory_ratio_vs_transformersjs, matmul_peak_fraction, p50_ms: summary.p50_ms, max_ms: summary.max_ms, longest_stall_ms: summary.longest_stall_ms, max_abs_logprob_diff_vs_naive: summary.max_abs_logprob_diff_vs_naive })}\n`,
     );
   }
 }

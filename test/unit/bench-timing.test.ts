@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { timedInterleaved } from '../../bench/cases.js';
+import { longestStall, timedInterleaved } from '../../bench/cases.js';
 
 describe('bench timing', () => {
   it('times every path the same number of times, interleaved, with the order rotating by round', async () => {
@@ -20,5 +20,20 @@ describe('bench timing', () => {
     expect(calls).toEqual(['a', 'b', 'b', 'a', 'a', 'b']);
     expect(t.a).toHaveLength(2);
     expect(t.b).toHaveLength(2);
+  });
+
+  it('reports the longest event-loop stall of each path: a synchronous block counts whole', async () => {
+    const block = (ms: number) => async () => {
+      await new Promise((resolve) => setTimeout(resolve, 12));
+      const end = performance.now() + ms;
+      while (performance.now() < end) {
+        // a synchronous inference run, as onnxruntime-node's
+      }
+    };
+    expect(await longestStall(block(60))).toBeGreaterThanOrEqual(60);
+    const stalls: Partial<Record<'a' | 'b', number>> = {};
+    await timedInterleaved(2, { a: block(40), b: async () => undefined }, 1, stalls);
+    expect(stalls.a).toBeGreaterThanOrEqual(40);
+    expect(Object.keys(stalls).sort()).toEqual(['a', 'b']);
   });
 });
