@@ -12,6 +12,7 @@ import type { ProxyTokenizer } from '../src/engine/tokenizer.js';
 import { buildVariants } from '../src/core/variants.js';
 import { generateCase } from '../src/scenarios/index.js';
 import type { Message } from '../src/scenarios/index.js';
+import { startStallMeter } from './stall.js';
 
 /** Share of a case's tokens in system prompt + tool descriptions (the issue's standard case: ~1,000 of ~2k). */
 const PREFIX_SHARE = 0.5;
@@ -195,24 +196,18 @@ export async function timedInterleaved<K extends string>(
 }
 
 /**
- * Runs `fn` and returns the longest the event loop went without running a 5 ms timer meanwhile: how long
- * the host (a page, an agent's Node process) could not answer anything. A synchronous inference run
- * counts whole; a path that awaits between passes lets the loop run there.
+ * Runs `fn` and returns the longest event-loop stall meanwhile (startStallMeter). A synchronous inference
+ * run counts whole; a path that awaits between passes lets the loop run there.
  */
 export async function longestStall(fn: () => Promise<unknown>): Promise<number> {
-  let last = performance.now();
-  let longest = 0;
-  const ticker = setInterval(() => {
-    const t = performance.now();
-    longest = Math.max(longest, t - last);
-    last = t;
-  }, 5);
+  const meter = startStallMeter();
   try {
     await fn();
-  } finally {
-    clearInterval(ticker);
+  } catch (error) {
+    meter.stop();
+    throw error;
   }
-  return Math.max(longest, performance.now() - last);
+  return meter.stop();
 }
 
 /**

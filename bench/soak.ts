@@ -30,6 +30,7 @@ import { Worker } from 'node:worker_threads';
 import { createGuard } from '../src/client/create-guard.js';
 import type { Verdict } from '../src/core/verdict.js';
 import { generateCase } from '../src/scenarios/index.js';
+import { startStallMeter } from './stall.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const MODEL_DIR = `${ROOT}public/models/edgearmor-proxy`;
@@ -119,17 +120,10 @@ const timed = async <T>(phase: string, work: Promise<T>): Promise<T> => {
     answerMs[phase]!.push(performance.now() - start);
   }
 };
-// monitorEventLoopDelay samples on a timer and can miss one long block; the ticker measures the gaps directly.
+// monitorEventLoopDelay samples on a timer and can miss one long block; the stall meter measures the gaps directly.
 const loopDelay = monitorEventLoopDelay({ resolution: 10 });
 loopDelay.enable();
-let lastTick = performance.now();
-let longestGapMs = 0;
-const ticker = setInterval(() => {
-  const now = performance.now();
-  longestGapMs = Math.max(longestGapMs, now - lastTick);
-  lastTick = now;
-}, 5);
-ticker.unref();
+const stallMeter = startStallMeter();
 const failures: Array<{ phase: string; index: number; case: string; problem: string }> = [];
 const memory: MemSample[] = [];
 const t0 = performance.now();
@@ -208,7 +202,7 @@ try {
   }
   const faultSeconds = (performance.now() - tFaults) / 1000;
   memory.push(sample(N_SEQ + N_CONC + N_FAULTS));
-  clearInterval(ticker);
+  const longestGapMs = stallMeter.stop();
   loopDelay.disable();
   const worst = (xs: number[]) => (xs.length ? Math.round(Math.max(...xs)) : null);
   const worstFaultMs = worst(answerMs['faults']!);

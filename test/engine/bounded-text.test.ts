@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startStallMeter } from '../../bench/stall.js';
 import { buildContext } from '../../src/core/context.js';
 import { ContextTooLongError } from '../../src/core/errors.js';
 import { resolveOptions } from '../../src/core/options.js';
@@ -109,19 +110,13 @@ describe.skipIf(!HAS_MODEL)('a check on seven 999,000-character CJK tool results
     await guard.ready;
     const input = longCase((i) => cjk(RESULT_CHARS, i + 1));
     const histogram = monitorEventLoopDelay({ resolution: 10 });
-    // monitorEventLoopDelay samples on a timer, so one long block can go unrecorded; a 5 ms interval measures the gaps directly.
-    let last = performance.now();
-    let longestGapMs = 0;
-    const ticker = setInterval(() => {
-      const now = performance.now();
-      longestGapMs = Math.max(longestGapMs, now - last);
-      last = now;
-    }, 5);
+    // monitorEventLoopDelay samples on a timer, so one long block can go unrecorded; the stall meter measures the gaps directly.
+    const meter = startStallMeter();
     histogram.enable();
     const verdict = await guard.check(input);
     await new Promise((r) => setTimeout(r, 50));
     histogram.disable();
-    clearInterval(ticker);
+    const longestGapMs = meter.stop();
     expect(Math.max(longestGapMs, histogram.max / 1e6)).toBeLessThan(MAX_STALL_MS);
     if (verdict.reason === 'failure-policy') {
       expect(verdict).toMatchObject({ decision: 'block', error: { code: 'timeout' } });
@@ -142,17 +137,10 @@ describe.skipIf(!HAS_MODEL)('long text outside tool results', () => {
   async function checkWithGap(input: GuardInput): Promise<{ verdict: Awaited<ReturnType<LocalGuard['check']>>; longestGapMs: number }> {
     guard ??= createNodeGuard({ modelDir: MODEL_DIR, timeoutMs: TIMEOUT_MS });
     await guard.ready;
-    let last = performance.now();
-    let longestGapMs = 0;
-    const ticker = setInterval(() => {
-      const now = performance.now();
-      longestGapMs = Math.max(longestGapMs, now - last);
-      last = now;
-    }, 5);
+    const meter = startStallMeter();
     const verdict = await guard.check(input);
     await new Promise((r) => setTimeout(r, 20));
-    clearInterval(ticker);
-    return { verdict, longestGapMs };
+    return { verdict, longestGapMs: meter.stop() };
   }
 
   const base = (): GuardInput => ({
