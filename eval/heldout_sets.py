@@ -14,12 +14,11 @@ import argparse
 import json
 import lzma
 import os
-import random
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
 from corpus import Catalogue, build  # noqa: E402
-from heldout_report import ASB_CHOOSE  # noqa: E402
+from heldout_report import sample_asb_pairs  # noqa: E402
 
 
 def write(path: str, cases: list[dict]) -> None:
@@ -42,10 +41,7 @@ def main():
         write(f"{args.out}/broad-{split}.jsonl", build(cat, split, args.n, args.seed))
     asb = [json.loads(line) for line in lzma.open(f"{args.datasets}/asb/cases.jsonl.xz", "rt", encoding="utf-8")]
     for half, choose in (("choose", True), ("report", False)):
-        pairs = sorted({c["pair_id"] for c in asb if (c["suite"] in ASB_CHOOSE) == choose})
-        random.Random(args.seed).shuffle(pairs)
-        keep = set(pairs[: args.asb_pairs])
-        write(f"{args.out}/asb-{half}.jsonl", [c for c in asb if c["pair_id"] in keep])
+        write(f"{args.out}/asb-{half}.jsonl", sample_asb_pairs(asb, args.asb_pairs, args.seed, choose))
 
 
 if __name__ == "__main__":

@@ -22,14 +22,13 @@ $PY model/corpus.py --datasets "$SHARED" --out "$DATA" --train "$N_BROAD" --eval
 $PY model/agentdojo.py --traces "$traces" --choice-sets "$DATA"
 # Scored there, never trained on: AgentDojo dev and a sample of ASB's pairs (both halves of its agents).
 $PY - "$SHARED" "$DATA" "$N_ASB_PAIRS" <<'PYEOF'
-import json, lzma, random, sys
+import json, lzma, sys
+sys.path.insert(0, "model")
+from heldout_report import sample_asb_pairs
 shared, data, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 cases = [json.loads(l) for l in lzma.open(f"{shared}/asb/cases.jsonl.xz", "rt")]
-pairs = sorted({c["pair_id"] for c in cases})
-random.Random(7).shuffle(pairs)
-keep = set(pairs[:n])
 with lzma.open(f"{data}/asb.jsonl.xz", "wt") as f:
-    f.writelines(json.dumps(c) + "\n" for c in cases if c["pair_id"] in keep)
+    f.writelines(json.dumps(c) + "\n" for c in sample_asb_pairs(cases, n, seed=7))
 PYEOF
 xz -T2 -c "$SHARED/agentdojo/dev.jsonl" > "$DATA/dev.jsonl.xz"
 head -n "${N_TRACES:-100000}" "$traces" | xz -T2 > "$DATA/traces.jsonl.xz"

@@ -19,6 +19,7 @@ import argparse
 import glob
 import json
 import os
+import random
 
 from loo_report import rates
 
@@ -28,6 +29,15 @@ ASB_AGENTS = sorted(["academic_search_agent", "aerospace_engineer_agent", "auton
                      "system_admin_agent"])
 ASB_CHOOSE = set(ASB_AGENTS[0::2])
 POISON_KINDS = ("tool_poisoning", "ignored_poisoning")
+
+
+def sample_asb_pairs(cases: list[dict], n: int, seed: int, choose: bool | None = None) -> list[dict]:
+    """Both twins of `n` ASB pairs drawn at random (seeded), from the choosing agents, the reporting ones,
+    or (None) all of them."""
+    pairs = sorted({c["pair_id"] for c in cases if choose is None or (c["suite"] in ASB_CHOOSE) == choose})
+    random.Random(seed).shuffle(pairs)
+    keep = set(pairs[:n])
+    return [c for c in cases if c["pair_id"] in keep]
 
 
 def load(path: str) -> list[dict]:
