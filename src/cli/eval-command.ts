@@ -17,6 +17,7 @@ import {
   type EvalSummary,
 } from '../eval/index.js';
 import { resolveOptions } from '../core/options.js';
+import { REWRITES, rewriteCase, type RewriteName } from '../eval/rewrites.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE, withNegativeNumbers } from './flags.js';
 
 const EVAL_USAGE = `usage: edgearmor eval <cases.jsonl> [more.jsonl ...] [options]
@@ -28,13 +29,16 @@ attribution accuracy, confusion tables per suite/attack/pipeline and latency.
 options:
   --json                     print the summary object as the last line of stdout
   --limit <N>                evaluate a deterministic sample of N cases (stratified by file and label)
+  --rewrites <list>          also check each sampled case rewritten to dodge one-span-at-a-time attribution:
+                             all, or a comma list of ${REWRITES.join(', ')};
+                             each rewrite is its own set (<set>+<rewrite>)
   --seed <S>                 sample seed (default 0)
   --out <dir>                where results.json, summary.json and report.html go (default eval/results/<date>/)
   --baselines <list>         regex,reference,never,always (default: all), or none
   --no-baselines             same as --baselines none
   --model <dir>              a model directory (default: the embedded model)
   --variant <q4|fp32|fp16|q4f16>  model file variant (default q4)
-  --config, --tau, --user-weight, --rule, --user-request, --mask-cot-for-scoring, --action-text, --on-error, --truncated-spans,
+  --config, --tau, --user-weight, --rule, --user-request, --mask-cot-for-scoring, --action-text, --on-error, --truncated-spans, --group-ablation, --group-margin,
   --untrusted-tools, --trusted-tools, --privileged-tools: guard options, as for check
 ${REMOTE_PROXY_USAGE}
                              (the reference baseline still runs --model locally)
@@ -52,6 +56,14 @@ function parseBaselines(value: string | undefined, off: boolean | undefined): Ba
   return names as BaselineName[];
 }
 
+function parseRewrites(value: string): RewriteName[] {
+  if (value === 'all') return [...REWRITES];
+  const names = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = names.find((n) => !(REWRITES as readonly string[]).includes(n));
+  if (bad !== undefined || names.length === 0) fail(`--rewrites: received "${bad ?? value}"; allowed: all, or a comma list of ${REWRITES.join(', ')}`);
+  return names as RewriteName[];
+}
+
 function intFlag(value: string | undefined, flag: string, min: number): number | null {
   if (value === undefined) return null;
   const n = Number(value);
@@ -67,6 +79,7 @@ export async function evalCommand(args: string[]): Promise<void> {
     options: {
       json: { type: 'boolean' },
       limit: { type: 'string' },
+      rewrites: { type: 'string' },
       seed: { type: 'string' },
       out: { type: 'string' },
       baselines: { type: 'string' },
@@ -85,7 +98,9 @@ export async function evalCommand(args: string[]): Promise<void> {
   const baselines = parseBaselines(values.baselines, values['no-baselines']);
   const { options, variant, remoteProxy, chatTemplate } = guardOptionsFrom(values);
   const all: EvalCase[] = positionals.flatMap((p) => readEvalCases(p));
-  const cases = sampleCases(all, limit, seed);
+  const sampled = sampleCases(all, limit, seed);
+  const rewrites = values.rewrites === undefined ? [] : parseRewrites(values.rewrites);
+  const cases = [...sampled, ...rewrites.flatMap((r) => sampled.flatMap((c) => rewriteCase(c, r) ?? []))];
   const date = new Date().toISOString().slice(0, 10);
   const outDir = values.out ?? join('eval', 'results', date);
 

@@ -17,6 +17,16 @@ export interface SpanEvidence {
   flagged: boolean;
 }
 
+/** A group of untrusted spans removed together (groups.ts), as the evaluation records it. */
+export interface GroupEvidence {
+  messageIndexes: number[];
+  reasons: string[];
+  delta: number;
+  /** The rule's score less the group margin: flagged iff score > -tau. */
+  score: number;
+  flagged: boolean;
+}
+
 /** What one method says about one case. */
 export interface MethodResult {
   /** Continuous score, higher = more likely injected; null when the method had nothing to score (no untrusted span) or failed. */
@@ -29,6 +39,10 @@ export interface MethodResult {
   /** The user request's normalised delta, for attribution methods. */
   userDelta: number | null;
   spans: SpanEvidence[];
+  /** Groups of spans scored together, for the guard's attribution. */
+  groups?: GroupEvidence[];
+  /** Whether the tool-description signals flagged the call, for the guard. */
+  toolPoisoningDetected?: boolean;
   /** Why there is no model score ('no-untrusted-spans', 'not-privileged', 'failure-policy', ...), when there is none. */
   reason?: string;
   /** The failure, when the method failed on this case (counted as not flagged). */
@@ -66,6 +80,10 @@ function verdictResult(v: Verdict): MethodResult {
     userDelta: a?.user.normalizedDelta ?? null,
     spans: a?.spans.map((s) => ({ messageIndex: s.messageIndex, toolName: s.toolName, delta: s.normalizedDelta, score: s.score, flagged: s.flagged })) ?? [],
   };
+  if (a && a.groups.length > 0) {
+    result.groups = a.groups.map((g) => ({ messageIndexes: g.messageIndexes, reasons: g.reasons, delta: g.normalizedDelta, score: g.score, flagged: g.flagged }));
+  }
+  if (v.toolPoisoning) result.toolPoisoningDetected = v.toolPoisoning.detected;
   if (v.reason !== 'model') result.reason = v.reason;
   if (v.error) result.error = `${v.error.code}: ${v.error.message}`;
   return result;
