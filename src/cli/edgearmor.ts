@@ -36,6 +36,8 @@ options:
   --action-text <template|raw>
   --on-error <block|allow>
   --truncated-spans <report|fail>   a check whose tool result was cut to fit the window: keep its verdict, or fail
+  --group-ablation <true|false>     also remove groups of tool results together (default true; false: the seeds' per-span rule)
+  --group-margin <number>    what a group needs beyond a single span (default 0)
   --untrusted-tools <a,b>    only these tools' results are untrusted
   --trusted-tools <a,b>      these tools' results are trusted
   --privileged-tools <a,b>   only calls of these tools are checked
@@ -68,9 +70,21 @@ export function verdictRecord(id: string, v: Verdict): Record<string, unknown> {
     decision: v.decision,
     reason: v.reason,
     score: v.score,
-    flagged: v.flagged.map((f) => ({ message_index: f.messageIndex, tool_name: f.toolName })),
+    flagged: v.flagged.map((f) => ({ message_index: f.messageIndex, tool_name: f.toolName, ...(f.groupId !== undefined ? { group: f.groupId } : {}) })),
     delta_user: a?.user.normalizedDelta ?? null,
     delta_spans: a?.spans.map((s) => ({ message_index: s.messageIndex, tool_name: s.toolName, delta: s.normalizedDelta, raw_delta: s.rawDelta, flagged: s.flagged })) ?? [],
+    delta_groups:
+      a?.groups.map((g) => ({
+        group: g.groupId,
+        message_indexes: g.messageIndexes,
+        reasons: g.reasons,
+        baseline: g.baseline,
+        delta: g.normalizedDelta,
+        raw_delta: g.rawDelta,
+        delta_user: g.userDeltas.whole,
+        flagged: g.flagged,
+      })) ?? [],
+    group_margin: a?.groupMargin ?? null,
     log_probs: a ? Object.fromEntries(a.variants.map((x) => [x.id, x.logProb])) : {},
     action_tokens: a?.actionTokenCount ?? null,
     rule: a?.rule ?? null,
@@ -82,6 +96,7 @@ export function verdictRecord(id: string, v: Verdict): Record<string, unknown> {
           dropped_tool_definitions: v.truncation.droppedToolDefinitions,
           shortened_messages: Object.entries(v.truncation.shortenedMessages).map(([index, tokens]) => ({ message_index: Number(index), tokens_removed: tokens })),
           chars_cut_before_tokenizing: Object.entries(v.truncation.charsCutBeforeTokenizing ?? {}).map(([index, chars]) => ({ message_index: Number(index), chars_removed: chars })),
+          kept_call_sentences: Object.entries(v.truncation.keptCallSentences ?? {}).map(([index, sentences]) => ({ message_index: Number(index), sentences })),
         }
       : null,
     backend: v.backend ?? null,

@@ -32,8 +32,23 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
   const rows: Array<{ label: string; values: string; flag: string }> = [];
   for (const x of a.variants.filter((y) => y.kind !== 'no-tool')) {
     const span = x.kind === 'no-span' ? a.spans.find((s) => `no-span:${s.spanId}` === x.id) : undefined;
-    const label = x.id === 'full' ? 'full conversation' : x.id === 'no-user' ? 'without the user request (dU)' : span ? `without ${span.toolName ?? 'tool'} result, msg ${span.messageIndex} (dS)` : x.id;
-    rows.push({ label, values: `${fmt(x.logProb, 14)}${x.id === 'full' ? '' : fmt(x.rawDelta, 11) + fmt(x.normalizedDelta, 12)}`, flag: span?.flagged ? '  FLAGGED: injected tool result' : '' });
+    const group = x.kind === 'no-group' ? a.groups.find((g) => `no-group:${g.groupId}` === x.id) : undefined;
+    const label =
+      x.id === 'full'
+        ? 'full conversation'
+        : x.id === 'no-user'
+          ? 'without the user request (dU)'
+          : span
+            ? `without ${span.toolName ?? 'tool'} result, msg ${span.messageIndex} (dS)`
+            : group
+              ? `without results msg ${group.messageIndexes.join(', ')}: ${group.reasons.join(', ')} (dG)`
+              : x.id === 'deduplicated'
+                ? 'one copy of each repeated result (baseline of duplicates)'
+                : x.id === 'deduplicated-no-user'
+                  ? 'one copy of each, without the user request'
+                  : x.id;
+    const flag = span?.flagged ? '  FLAGGED: injected tool result' : group?.flagged ? '  FLAGGED: injected through these results together' : '';
+    rows.push({ label, values: `${fmt(x.logProb, 14)}${x.id === 'full' ? '' : fmt(x.rawDelta, 11) + fmt(x.normalizedDelta, 12)}`, flag });
   }
   const tp = v.toolPoisoning;
   for (const t of tp?.leaveOneOut?.tools ?? []) {
@@ -55,7 +70,10 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
     if (tp.unavailable.length > 0) lines.push(`  tool-description checks not run: ${tp.unavailable.join('; ')}`);
   }
   if (v.truncation) {
-    const cut = Object.entries(v.truncation.shortenedMessages).map(([msg, tokens]) => `msg ${msg} lost ${tokens} tokens`);
+    const kept = v.truncation.keptCallSentences ?? {};
+    const cut = Object.entries(v.truncation.shortenedMessages).map(
+      ([msg, tokens]) => `msg ${msg} lost ${tokens} tokens${kept[Number(msg)] ? ` (kept ${kept[Number(msg)]} sentences naming the call)` : ''}`,
+    );
     for (const [msg, chars] of Object.entries(v.truncation.charsCutBeforeTokenizing ?? {})) cut.push(`msg ${msg} lost ${chars} characters before tokenizing`);
     if (v.truncation.droppedToolDefinitions) cut.unshift('tool definitions dropped');
     lines.push(`  truncated to fit the proxy's context window: ${cut.join('; ')}`);
@@ -63,7 +81,7 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
 
   const rule = a.userWeight === null ? `rule ${a.rule}` : `rule ${a.rule} (flag when dS > ${a.userWeight} x dU - tau)`;
   const legend =
-    "  legend: delta = drop in log P(action) when that part is removed (norm = per action token); dU = the user request's norm delta, dS = a tool result's or description's; " +
+    "  legend: delta = drop in log P(action) when that part is removed (norm = per action token); dU = the user request's norm delta, dS = a tool result's or description's, dG = a group of results' (judged like dS, plus the group margin); " +
     'tau = margin; AIR = attention to a tool relative to the user request and the called tool';
   return `${head}\n  ${rule}, tau ${a.tau}, ${a.actionTokenCount} action tokens, ${v.backend ?? ''} ${v.proxy ?? ''}\n${legend}\n${lines.join('\n')}\n${explain}`;
 }

@@ -1,6 +1,7 @@
 import { InvalidInputError } from './errors.js';
 import type { UntrustedSpan } from './context.js';
 import type { ResolvedGuardOptions, ResolvedEdgeArmorRuleOptions } from './options.js';
+import type { GroupReason } from './groups.js';
 import type { Variant, VariantId, VariantKind } from './variants.js';
 
 /** Which part of the rendered action a scored token belongs to. */
@@ -71,11 +72,37 @@ export interface SpanAttribution {
   flagged: boolean;
 }
 
+/** Attribution of one group of untrusted spans removed together (groups.ts). */
+export interface GroupAttribution {
+  groupId: number;
+  spanIds: number[];
+  /** Message indexes of the members, ascending. */
+  messageIndexes: number[];
+  reasons: GroupReason[];
+  /**
+   * What the group was judged against: 'full' (the conversation as it is) or, for near-duplicates,
+   * 'deduplicated' (the conversation with only the first copy of each repeated result, so a repeated
+   * result is judged as if it had arrived once).
+   */
+  baseline: 'full' | 'deduplicated';
+  /** Drops in log P(action) from the baseline: removing the whole group, and removing the user's request. */
+  rawDelta: number;
+  normalizedDelta: number;
+  deltas: DeltaParts;
+  /** The user's delta from the same baseline (dU of the full conversation for 'full'). */
+  userDeltas: DeltaParts;
+  /** The rule's score less the group margin, so that, as for a span, the group is flagged iff score > -tau. */
+  score: number;
+  flagged: boolean;
+}
+
 /** A span the rule flagged, as reported in verdicts. */
 export interface FlaggedSpan {
   spanId: number;
   messageIndex: number;
   toolName: string | null;
+  /** Set when the span was flagged as a member of this group (removing the group moves the call; no member alone does). */
+  groupId?: number;
 }
 
 /** Everything the attribution computed: log-probs, raw and normalised deltas, per-span scores and flags. */
@@ -94,11 +121,15 @@ export interface AttributionResult {
   /** Deltas of removing U. */
   user: { rawDelta: number; normalizedDelta: number; deltas: DeltaParts };
   spans: SpanAttribution[];
+  /** Groups of spans removed together, when group variants were scored. */
+  groups: GroupAttribution[];
+  /** The margin a group needs beyond a single span's: flag iff the rule flags it with tau - groupMargin. */
+  groupMargin: number;
   /** Every scored variant, in the order given. */
   variants: VariantAttribution[];
   flagged: FlaggedSpan[];
   detected: boolean;
-  /** Max over spans of the rule's score (dS - userWeight x dU for the 'causalarmor' rule); null without spans. */
+  /** Max over spans and groups of the rule's score (dS - userWeight x dU for the 'causalarmor' rule; a group's less the group margin); null without spans. */
   score: number | null;
 }
 
@@ -138,8 +169,8 @@ export function ruleFromOptions(options: Pick<ResolvedGuardOptions, 'rule' | 'ed
 export interface AttributionInput {
   /** The untrusted spans of the context. */
   spans: readonly UntrustedSpan[];
-  /** The variants that were scored; must include 'full', 'no-user' and one 'no-span' per span. */
-  variants: readonly Pick<Variant, 'id' | 'kind'>[];
+  /** The variants that were scored; must include 'full', 'no-user' and one 'no-span' per span; 'no-group' ones carry their members. */
+  variants: readonly Pick<Variant, 'id' | 'kind' | 'group'>[];
   /** Per-variant log-probs of the scored action tokens, one per token, same length for every variant. */
   logProbs: ReadonlyMap<string, ArrayLike<number>> | Readonly<Record<string, ArrayLike<number>>>;
   /** Optional part label per scored action token. */
@@ -156,6 +187,8 @@ export interface AttributionOptions {
   ruleName: string;
   /** The 'causalarmor' rule's weight of dU, reported in the result. @defaultValue null */
   userWeight?: number | null;
+  /** What a group needs beyond a single span: it is judged with tau - groupMargin. @defaultValue 0 */
+  groupMargin?: number;
 }
 
 function getLogProbs(source: AttributionInput['logProbs'], id: string): ArrayLike<number> | undefined {
@@ -173,6 +206,12 @@ function sumParts(tokens: readonly number[], parts: readonly ActionTokenPart[] |
     part.tokenCount += 1;
   });
   return out;
+}
+
+/** Deltas from another baseline: a - b part by part (null where either is). */
+function minus(a: DeltaParts, b: DeltaParts): DeltaParts {
+  const part = (x: number | null, y: number | null) => (x === null || y === null ? null : x - y);
+  return { whole: a.whole - b.whole, name: part(a.name, b.name), arguments: part(a.arguments, b.arguments) };
 }
 
 function partDelta(full: PartSum | undefined, variant: PartSum | undefined): number | null {
@@ -254,7 +293,49 @@ export function computeAttribution(input: AttributionInput, options: Attribution
       flagged: out.flagged,
     };
   });
-  const flagged = spans.filter((s) => s.flagged).map((s) => ({ spanId: s.spanId, messageIndex: s.messageIndex, toolName: s.toolName }));
+  const groupMargin = options.groupMargin ?? 0;
+  const dedupFull = byId.get('deduplicated');
+  const dedupNoUser = byId.get('deduplicated-no-user');
+  const deduplicated = dedupFull && dedupNoUser ? { full: dedupFull, noUser: dedupNoUser } : undefined;
+  const groups: GroupAttribution[] = input.variants.flatMap((variant) => {
+    if (variant.kind !== 'no-group' || variant.group === undefined) return [];
+    const v = byId.get(variant.id)!;
+    const members = variant.group.spanIds.map((id) => {
+      const span = input.spans.find((s) => s.id === id);
+      if (span === undefined) throw new InvalidInputError(`variants: "${variant.id}" names span ${id}, which the context does not hold.`, { variant: variant.id });
+      return span;
+    });
+    // Near-duplicates are judged from the conversation with one copy of each; other groups from the full one.
+    const once = variant.group.reasons.includes('duplicate') ? deduplicated : undefined;
+    const user = once ? minus(once.noUser.deltas, once.full.deltas) : noUser.deltas;
+    const deltas = once ? minus(v.deltas, once.full.deltas) : v.deltas;
+    const out = options.rule({ user, span: deltas, tau: options.tau - groupMargin });
+    const rawDelta = once ? v.rawDelta - once.full.rawDelta : v.rawDelta;
+    return [
+      {
+        groupId: Number(variant.id.slice('no-group:'.length)),
+        spanIds: [...variant.group.spanIds],
+        messageIndexes: members.map((m) => m.messageIndex).sort((a, b) => a - b),
+        reasons: [...variant.group.reasons],
+        baseline: once ? 'deduplicated' : 'full',
+        rawDelta,
+        normalizedDelta: rawDelta / tokenCount,
+        deltas,
+        userDeltas: user,
+        score: out.score - groupMargin,
+        flagged: out.flagged,
+      },
+    ];
+  });
+  const flagged: FlaggedSpan[] = spans.filter((s) => s.flagged).map((s) => ({ spanId: s.spanId, messageIndex: s.messageIndex, toolName: s.toolName }));
+  for (const g of groups.filter((x) => x.flagged)) {
+    for (const id of g.spanIds) {
+      const span = spans.find((s) => s.spanId === id)!;
+      if (!flagged.some((f) => f.spanId === id)) flagged.push({ spanId: id, messageIndex: span.messageIndex, toolName: span.toolName, groupId: g.groupId });
+    }
+  }
+  flagged.sort((a, b) => a.spanId - b.spanId);
+  const scores = [...spans.map((s) => s.score), ...groups.map((g) => g.score)];
   return {
     rule: options.ruleName,
     tau: options.tau,
@@ -265,18 +346,20 @@ export function computeAttribution(input: AttributionInput, options: Attribution
     logProbNoUser: noUser.logProb,
     user: { rawDelta: noUser.rawDelta, normalizedDelta: noUser.normalizedDelta, deltas: noUser.deltas },
     spans,
+    groups,
+    groupMargin,
     variants,
     flagged,
     detected: flagged.length > 0,
-    score: spans.length === 0 ? null : Math.max(...spans.map((s) => s.score)),
+    score: spans.length === 0 ? null : Math.max(...scores),
   };
 }
 
 /** computeAttribution with the rule, tau and rule name taken from resolved options. */
 export function attributeWithOptions(
   input: AttributionInput,
-  options: Pick<ResolvedGuardOptions, 'rule' | 'edgearmorRule' | 'tau' | 'userWeight'>,
+  options: Pick<ResolvedGuardOptions, 'rule' | 'edgearmorRule' | 'tau' | 'userWeight' | 'groupMargin'>,
 ): AttributionResult {
   const userWeight = options.rule === 'causalarmor' ? options.userWeight : null;
-  return computeAttribution(input, { tau: options.tau, rule: ruleFromOptions(options), ruleName: options.rule, userWeight });
+  return computeAttribution(input, { tau: options.tau, rule: ruleFromOptions(options), ruleName: options.rule, userWeight, groupMargin: options.groupMargin });
 }

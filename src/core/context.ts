@@ -2,7 +2,7 @@ import { InvalidInputError, InvalidOptionsError } from './errors.js';
 import { normalizeTools } from './tools.js';
 import { requireSpanLimit, requireUserRequest } from './guard-input.js';
 import type { ResolvedGuardOptions } from './options.js';
-import type { GuardInput, Message, ToolCall, ToolSpec } from './types.js';
+import type { GuardInput, JsonValue, Message, ToolCall, ToolSpec } from './types.js';
 
 /** One untrusted span: a whole tool-result message. */
 export interface UntrustedSpan {
@@ -24,6 +24,8 @@ export interface StructuredContext {
   spans: UntrustedSpan[];
   /** Indexes of assistant messages whose text was replaced by the redaction text before scoring. */
   maskedIndices: number[];
+  /** Indexes of assistant messages whose tool-call arguments repeated a value from an untrusted result, replaced by LAUNDERED_VALUE_TEXT before scoring. */
+  maskedArgumentIndices: number[];
   /** The proposed action. */
   action: ToolCall;
   /** Tools given to the agent, normalised. */
@@ -60,6 +62,57 @@ export function maskAssistantTextAfter(messages: readonly Message[], afterIndex:
   return { messages: out, maskedIndices };
 }
 
+/** What replaces, before scoring, an argument value the agent copied from an untrusted result into one of its own later calls. */
+export const LAUNDERED_VALUE_TEXT = '[value from a tool result]';
+
+/** Argument values shorter than this (ids like "1", words like "yes") are too common to trace to a result. */
+export const MIN_TRACED_VALUE_CHARS = 4;
+
+/**
+ * Masks laundering through the agent's own calls. The arguments of a call the agent makes after it read
+ * untrusted text are agent output, like its reasoning: a value there whose first appearance was in an
+ * untrusted result (not in the user's or system's words, nor in a trusted result, before that call) is
+ * replaced by LAUNDERED_VALUE_TEXT, so it keeps its untrusted origin however often the agent repeats it
+ * and removing the result that planted it still removes it from the context. The calls' own results
+ * stay untrusted spans of their own.
+ */
+export function maskLaunderedArguments(messages: readonly Message[], untrusted: ReadonlySet<number>): { messages: Message[]; maskedIndices: number[] } {
+  let trustedText = '';
+  let untrustedText = '';
+  let afterUntrusted = false;
+  const maskedIndices: number[] = [];
+  const out = messages.map((m, i) => {
+    if (m.role === 'assistant' && afterUntrusted && m.tool_calls !== undefined) {
+      let changed = false;
+      const laundered = (value: string): boolean => {
+        const needle = value.trim().toLowerCase();
+        return needle.length >= MIN_TRACED_VALUE_CHARS && untrustedText.includes(needle) && !trustedText.includes(needle);
+      };
+      const mask = (value: JsonValue): JsonValue => {
+        if ((typeof value === 'string' || typeof value === 'number') && laundered(String(value))) {
+          changed = true;
+          return LAUNDERED_VALUE_TEXT;
+        }
+        if (Array.isArray(value)) return value.map(mask);
+        if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mask(v)]));
+        return value;
+      };
+      const calls = m.tool_calls.map((c) => ({ ...c, arguments: mask(c.arguments) }));
+      if (changed) {
+        maskedIndices.push(i);
+        return { ...m, tool_calls: calls };
+      }
+      return { ...m };
+    }
+    if (untrusted.has(i)) {
+      untrustedText += `\n${m.content.toLowerCase()}`;
+      afterUntrusted = true;
+    } else if (m.role !== 'assistant' || !afterUntrusted) trustedText += `\n${m.content.toLowerCase()}`;
+    return { ...m };
+  });
+  return { messages: out, maskedIndices };
+}
+
 function trustPolicy(input: GuardInput, options: ResolvedGuardOptions): { untrustedTools: string[] | null; trustedTools: string[] | null; source: StructuredContext['trustSource'] } {
   if (options.untrustedTools !== null || options.trustedTools !== null) {
     return { untrustedTools: options.untrustedTools, trustedTools: options.trustedTools, source: 'options' };
@@ -91,15 +144,17 @@ export function buildContext(input: GuardInput, options: ResolvedGuardOptions): 
   });
   requireSpanLimit(spans.length, 'untrusted spans');
   const first = spans[0];
-  const masked =
-    options.maskCotForScoring && first !== undefined
-      ? maskAssistantTextAfter(input.messages, first.messageIndex, options.cotRedactionText)
-      : { messages: input.messages.map((m) => ({ ...m })), maskedIndices: [] as number[] };
+  const mask = options.maskCotForScoring && first !== undefined;
+  const laundered = mask ? maskLaunderedArguments(input.messages, new Set(spans.map((s) => s.messageIndex))) : { messages: input.messages, maskedIndices: [] as number[] };
+  const masked = mask
+    ? maskAssistantTextAfter(laundered.messages, first.messageIndex, options.cotRedactionText)
+    : { messages: input.messages.map((m) => ({ ...m })), maskedIndices: [] as number[] };
   return {
     messages: masked.messages,
     userIndices,
     spans,
     maskedIndices: masked.maskedIndices,
+    maskedArgumentIndices: laundered.maskedIndices,
     action: input.action,
     tools: input.tools === undefined ? [] : normalizeTools(input.tools, 'input.tools'),
     privileged: isPrivilegedTool(input.action.name, options),

@@ -13,8 +13,8 @@ function num(n: number | null | undefined, digits = 3): string {
 
 /** One finding behind a verdict, in words. */
 export interface VerdictFinding {
-  /** 'result': an injected tool result; 'description': a poisoned tool description; 'attention': MindGuard's attention to a tool. */
-  kind: 'result' | 'description' | 'attention';
+  /** 'result': an injected tool result; 'group': results that drive the call together; 'description': a poisoned tool description; 'attention': MindGuard's attention to a tool. */
+  kind: 'result' | 'group' | 'description' | 'attention';
   /** Short, for the headline and the FLAGGED marker. */
   label: string;
   /** A sentence for --explain. */
@@ -33,6 +33,19 @@ export function verdictFindings(v: Verdict): VerdictFinding[] {
       sentence:
         `Removing the ${tool} result (message ${s.messageIndex}) lowers the call's log-probability by ${num(s.normalizedDelta)} a token, ` +
         `against ${num(a!.user.normalizedDelta)} for removing the user's request: that tool result, not the user, drives the call (an injected tool result).`,
+    });
+  }
+  for (const g of a?.groups.filter((x) => x.flagged) ?? []) {
+    const which = `messages ${g.messageIndexes.join(', ')}`;
+    const why = g.reasons.includes('duplicate') ? 'the same text arrives more than once' : g.reasons.includes('same-tool') ? 'results of one tool' : 'every untrusted result';
+    out.push({
+      kind: 'group',
+      label: `injected through results together: msg ${g.messageIndexes.join(', ')} (${g.reasons.join(', ')})`,
+      sentence:
+        `Removing the tool results in ${which} together (${why}) lowers the call's log-probability by ${num(g.normalizedDelta)} a token, ` +
+        `against ${num(g.userDeltas.whole)} for removing the user's request${g.baseline === 'deduplicated' ? ' (both measured as if each repeated result had arrived once)' : ''}${
+          a!.spans.some((x) => x.flagged && g.spanIds.includes(x.spanId)) ? '' : ', although none of them alone does'
+        }: together they drive the call.`,
     });
   }
   const tp = v.toolPoisoning;

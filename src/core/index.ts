@@ -8,6 +8,8 @@ export * from './mcp.js';
 export * from './options.js';
 export * from './context.js';
 export * from './variants.js';
+export * from './groups.js';
+export * from './sentence-cut.js';
 export * from './attribution.js';
 export * from './verdict.js';
 export * from './judge.js';

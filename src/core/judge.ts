@@ -12,7 +12,7 @@ import type { MindGuardVerdict } from './mindguard/types.js';
 import type { ResolvedGuardOptions } from './options.js';
 import { combineToolPoisoning, toolDescriptionAttribution, type ToolPoisoningVerdict } from './tool-poisoning.js';
 import { buildVariants, type Variant } from './variants.js';
-import { failureVerdict, modelVerdict, notPrivilegedVerdict, noUntrustedSpansVerdict, type Verdict, type VerdictExtras } from './verdict.js';
+import { failureVerdict, modelVerdict, notPrivilegedVerdict, noUntrustedSpansVerdict, type TruncationReport, type Verdict, type VerdictExtras } from './verdict.js';
 
 /** What the scorer can do, as far as the judge cares (plain data: it crosses the worker boundary). */
 export interface ScorerCapabilities {
@@ -39,7 +39,7 @@ export interface CheckScores {
     toolResults: ReadonlyArray<{ start: number; end: number }>;
   };
   /** What the truncation policy cut to fit the model's window, and what was cut before tokenizing (texts longer than any window holds). */
-  truncation: { droppedToolDefinitions: boolean; shortenedMessages: Record<number, number>; charsCutBeforeTokenizing?: Record<number, number> };
+  truncation: TruncationReport;
 }
 
 /** What a check needs from the model: the variants to score and whether attention rows are wanted. */
@@ -80,7 +80,7 @@ export function planCheck(context: StructuredContext, options: ResolvedGuardOpti
   return {
     verdict: null,
     scoring: (capabilities) => ({
-      variants: buildVariants(context, { toolLeaveOneOut: context.tools.length > 0 && options.toolPoisoning.leaveOneOut }),
+      variants: buildVariants(context, { toolLeaveOneOut: context.tools.length > 0 && options.toolPoisoning.leaveOneOut, groups: options.groupAblation }),
       withAttention: wantsAttention(context, options, capabilities),
     }),
   };
@@ -111,6 +111,7 @@ export function judge(input: JudgeInput): Verdict {
       droppedToolDefinitions: cut.droppedToolDefinitions,
       shortenedMessages: { ...cut.shortenedMessages },
       ...(cut.charsCutBeforeTokenizing ? { charsCutBeforeTokenizing: { ...cut.charsCutBeforeTokenizing } } : {}),
+      ...(cut.keptCallSentences ? { keptCallSentences: { ...cut.keptCallSentences } } : {}),
     };
   }
   const cutSpans = options.truncatedSpans === 'fail' ? truncatedSpans(context, cut) : [];

@@ -54,6 +54,8 @@ const ENV_TABLE: readonly EnvEntry[] = [
   { path: ['actionText'], suffixes: ['ACTION_TEXT'], parse: parseText },
   { path: ['onError'], suffixes: ['ON_ERROR'], parse: parseText },
   { path: ['truncatedSpans'], suffixes: ['TRUNCATED_SPANS'], parse: parseText },
+  { path: ['groupAblation'], suffixes: ['GROUP_ABLATION'], parse: parseBoolean },
+  { path: ['groupMargin'], suffixes: ['GROUP_MARGIN'], parse: parseNumber },
   { path: ['timeoutMs'], suffixes: ['TIMEOUT_MS'], parse: parseNumber },
   { path: ['maxContextTokens'], suffixes: ['MAX_CONTEXT_TOKENS'], parse: parseNullableInteger },
   { path: ['edgearmorRule', 'nameWeight'], suffixes: ['RULE_NAME_WEIGHT'], parse: parseNumber },

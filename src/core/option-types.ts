@@ -197,6 +197,19 @@ export interface GuardOptions {
    */
   truncatedSpans?: TruncatedSpanPolicy | undefined;
   /**
+   * Also remove groups of untrusted spans together: near-duplicate results, all results of one tool, and
+   * every untrusted span at once. An injection repeated in two results, or a call that no single result
+   * explains, moves the call only when the whole group goes. false keeps the seeds' one-span-at-a-time
+   * rule alone (docs/security-model.md).
+   * @defaultValue true
+   */
+  groupAblation?: boolean | undefined;
+  /**
+   * What a group needs beyond a single span: a group is flagged iff the rule flags it with tau - groupMargin.
+   * @defaultValue 0
+   */
+  groupMargin?: number | undefined;
+  /**
    * Defense pipeline options.
    * @defaultValue see DEFAULT_DEFENSE_OPTIONS
    */
@@ -246,6 +259,8 @@ export interface ResolvedGuardOptions {
   timeoutMs: number;
   maxContextTokens: number | null;
   truncatedSpans: TruncatedSpanPolicy;
+  groupAblation: boolean;
+  groupMargin: number;
   defense: ResolvedDefenseOptions;
   toolPoisoning: ResolvedToolPoisoningOptions;
 }

@@ -57,6 +57,8 @@ export const DEFAULT_GUARD_OPTIONS: Readonly<ResolvedGuardOptions> = Object.free
   timeoutMs: 30_000,
   maxContextTokens: null,
   truncatedSpans: 'report',
+  groupAblation: true,
+  groupMargin: 0,
   defense: DEFAULT_DEFENSE_OPTIONS,
   toolPoisoning: Object.freeze({
     leaveOneOut: true,
@@ -157,6 +159,8 @@ const GuardOptionsSchema = v.pipe(
     timeoutMs: v.optional(integerFrom(1), d.timeoutMs),
     maxContextTokens: optionalCount,
     truncatedSpans: v.optional(oneOf(['report', 'fail']), d.truncatedSpans),
+    groupAblation: v.optional(flag, d.groupAblation),
+    groupMargin: v.optional(finite, d.groupMargin),
     defense: v.optional(DefenseSchema, {}),
     toolPoisoning: v.optional(ToolPoisoningSchema, {}),
   }),

@@ -1,10 +1,11 @@
 import type { StructuredContext } from './context.js';
+import { untrustedGroups, type GroupReason } from './groups.js';
 
 /** Identifier of an ablation variant. */
-export type VariantId = 'full' | 'no-user' | `no-span:${number}` | `no-tool:${string}`;
+export type VariantId = 'full' | 'no-user' | `no-span:${number}` | `no-group:${number}` | 'deduplicated' | 'deduplicated-no-user' | `no-tool:${string}`;
 
-/** What a variant removes. */
-export type VariantKind = 'full' | 'no-user' | 'no-span' | 'no-tool';
+/** What a variant removes ('deduplicated': the later copies of near-duplicate results, the baseline duplicate groups are judged against). */
+export type VariantKind = 'full' | 'no-user' | 'no-span' | 'no-group' | 'deduplicated' | 'no-tool';
 
 /** One ablated context, as data: which messages are kept (in order) and which tool descriptions are dropped. */
 export interface Variant {
@@ -14,6 +15,8 @@ export interface Variant {
   keep: number[];
   /** For `no-span` variants: the span's id. */
   spanId?: number;
+  /** For `no-group` variants: the member spans' ids and why they were grouped (groups.ts). */
+  group?: { spanIds: number[]; reasons: GroupReason[] };
   /** For `no-tool` variants: the tool descriptions left out of the tool list. */
   dropTools?: string[];
 }
@@ -25,9 +28,15 @@ export interface VariantOptions {
    * @defaultValue false
    */
   toolLeaveOneOut?: boolean | undefined;
+  /**
+   * Also build one variant per group of untrusted spans (near-duplicates, results of one tool, all of
+   * them; groups.ts) that drops the whole group.
+   * @defaultValue false
+   */
+  groups?: boolean | undefined;
 }
 
-/** Builds the ablation variants: full, without all of U, without each span, and optionally without each tool description; ablation deletes messages, with no placeholder. */
+/** Builds the ablation variants: full, without all of U, without each span, optionally without each group of spans and each tool description; ablation deletes messages, with no placeholder. */
 export function buildVariants(context: Pick<StructuredContext, 'messages' | 'userIndices' | 'spans' | 'tools'>, options: VariantOptions = {}): Variant[] {
   const all = context.messages.map((_, i) => i);
   const users = new Set(context.userIndices);
@@ -37,6 +46,19 @@ export function buildVariants(context: Pick<StructuredContext, 'messages' | 'use
   ];
   for (const span of context.spans) {
     variants.push({ id: `no-span:${span.id}`, kind: 'no-span', keep: all.filter((i) => i !== span.messageIndex), spanId: span.id });
+  }
+  if (options.groups === true) {
+    const groups = untrustedGroups(context);
+    for (const group of groups) {
+      const drop = new Set(group.spanIds.map((id) => context.spans[id]!.messageIndex));
+      variants.push({ id: `no-group:${group.id}`, kind: 'no-group', keep: all.filter((i) => !drop.has(i)), group: { spanIds: group.spanIds, reasons: group.reasons } });
+    }
+    // A repeated result is judged as if it had arrived once: the conversation without the later copies is the baseline of duplicate groups.
+    const later = new Set(groups.filter((g) => g.reasons.includes('duplicate')).flatMap((g) => g.spanIds.slice(1).map((id) => context.spans[id]!.messageIndex)));
+    if (later.size > 0) {
+      const once = all.filter((i) => !later.has(i));
+      variants.push({ id: 'deduplicated', kind: 'deduplicated', keep: once }, { id: 'deduplicated-no-user', kind: 'deduplicated', keep: once.filter((i) => !users.has(i)) });
+    }
   }
   if (options.toolLeaveOneOut === true) {
     for (const tool of context.tools) {

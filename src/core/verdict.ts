@@ -31,9 +31,20 @@ export interface Verdict {
   /** A human-readable explanation, when there is one worth showing. */
   message?: string;
   /** What the context-window truncation policy cut before scoring, when it had to cut anything. */
-  truncation?: { droppedToolDefinitions: boolean; shortenedMessages: Record<number, number>; charsCutBeforeTokenizing?: Record<number, number> };
+  truncation?: TruncationReport;
   /** Tool-description poisoning evidence (leave-one-out over descriptions and MindGuard), when the input lists tools. */
   toolPoisoning?: ToolPoisoningVerdict;
+}
+
+/** What was cut to fit the model's context window. */
+export interface TruncationReport {
+  droppedToolDefinitions: boolean;
+  /** Message index -> tokens removed from it. */
+  shortenedMessages: Record<number, number>;
+  /** Message index -> UTF-16 code units removed from its middle before tokenizing: more text than the window could ever hold. */
+  charsCutBeforeTokenizing?: Record<number, number>;
+  /** Message index -> sentences kept through the cut because they name the proposed call (sentence-cut.ts). */
+  keptCallSentences?: Record<number, number>;
 }
 
 /** Extra data attached to a verdict. */

@@ -4,14 +4,16 @@
  * loop for 42 s under `timeoutMs: 2000`):
  *
  * 1. A non-user message too long for the window whatever its tokens is cut in its middle before
- *    tokenizing, to as much head and tail as the window could ever keep of it (the truncation
- *    policy cuts the middle too); the cut is reported per message in the truncation report.
+ *    tokenizing, to as much text as the window could ever keep of it: the sentences of the middle
+ *    that name the call (core/sentence-cut.ts), then head and tail (the truncation policy keeps
+ *    the same); the cut is reported per message in the truncation report.
  *    A user message that long can never fit (user turns are never cut): ContextTooLongError at once.
  * 2. Long texts (message contents, history calls, tool definitions) are tokenized in chunks that
  *    yield to the event loop and stop on the signal; a tool definition only until it is known not to fit.
  */
 import { ContextTooLongError } from '../core/errors.js';
 import type { StructuredContext } from '../core/context.js';
+import { callSnippets, callTerms } from '../core/sentence-cut.js';
 import { callJson, toolDefText } from './chat-format.js';
 import type { ProxyTokenizer } from './tokenizer.js';
 
@@ -105,6 +107,7 @@ export async function encodeTextChunked(tokenizer: Pick<ProxyTokenizer, 'encodeT
 export async function boundLongTexts(tokenizer: ProxyTokenizer, context: StructuredContext, budgetTokens: number, signal?: AbortSignal): Promise<BoundedCall> {
   const limit = maxFittingChars(budgetTokens, longestTokenChars(tokenizer));
   const cutChars: Record<number, number> = {};
+  const terms = callTerms(context.action);
   const messages = context.messages.map((m, i) => {
     if (m.content.length <= limit) return m;
     if (m.role === 'user') {
@@ -114,12 +117,16 @@ export async function boundLongTexts(tokenizer: ProxyTokenizer, context: Structu
         maxContextTokens: budgetTokens,
       });
     }
-    let head = Math.ceil(limit / 2);
-    let tail = m.content.length - Math.floor(limit / 2);
+    // The sentences that name the call are kept from the middle (up to half the limit), the rest goes to head and tail.
+    const middle = m.content.slice(Math.ceil(limit / 2), m.content.length - Math.floor(limit / 2));
+    const kept = callSnippets(middle, terms, Math.floor(limit / 2)).join('\n');
+    const rest = limit - kept.length;
+    let head = Math.ceil(rest / 2);
+    let tail = m.content.length - Math.floor(rest / 2);
     if (isHighSurrogate(m.content.charCodeAt(head - 1))) head -= 1;
     if (isHighSurrogate(m.content.charCodeAt(tail - 1))) tail += 1;
-    cutChars[i] = tail - head;
-    return { ...m, content: m.content.slice(0, head) + m.content.slice(tail) };
+    cutChars[i] = tail - head - kept.length;
+    return { ...m, content: kept === '' ? m.content.slice(0, head) + m.content.slice(tail) : `${m.content.slice(0, head)}\n${kept}\n${m.content.slice(tail)}` };
   });
   const cache = new Map<string, number[]>();
   const long = (text: string) => text.length >= CHUNKED_TOKENIZE_MIN_CHARS && !cache.has(text);

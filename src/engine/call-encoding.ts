@@ -7,8 +7,10 @@
 import { ContextTooLongError } from '../core/errors.js';
 import type { ActionTokenPart } from '../core/attribution.js';
 import type { StructuredContext } from '../core/context.js';
+import type { TruncationReport } from '../core/verdict.js';
 import type { ActionTextMode } from '../core/options.js';
 import { callJson, encodeActionCall, encodeActionRaw, encodeBos, encodeMessage, encodeToolDef, formatJson, type EncodedAction } from './chat-format.js';
+import { callTerms, planMessageCut } from '../core/sentence-cut.js';
 import type { ProxyTokenizer } from './tokenizer.js';
 
 /** Token ranges of the full context, for MindGuard (half-open, in sequence positions). */
@@ -20,13 +22,7 @@ export interface ContextLayout {
 }
 
 /** What was cut to fit the context window. */
-export interface TruncationReport {
-  droppedToolDefinitions: boolean;
-  /** Message index -> tokens removed from its middle. */
-  shortenedMessages: Record<number, number>;
-  /** Message index -> UTF-16 code units removed from its middle before tokenizing: more text than the window could ever hold (bounded-text.ts). */
-  charsCutBeforeTokenizing?: Record<number, number>;
-}
+export type { TruncationReport };
 
 /** Where the parts of a template-rendered action sit among its tokens. */
 export interface ActionLayout {
@@ -95,9 +91,12 @@ export const MIN_KEPT_MESSAGE_TOKENS = 32;
 
 /**
  * The truncation policy, applied once to the full context so every variant sees the same text:
- * 1) drop tool definitions; 2) cut the middle of the longest non-user message (tool results,
- * assistant text, system prompt), never below 32 tokens; never touch user turns or the action.
- * `total()` measures the current full sequence; `messageIds` are cut in place.
+ * 1) cut non-user messages longer than a quarter of the window down to that; 2) drop tool
+ * definitions; 3) cut the longest non-user message (tool results, assistant text,
+ * system prompt), never below 32 tokens, keeping first the sentences that name the proposed call and
+ * then its head and tail (core/sentence-cut.ts; a plain middle cut without `pieces`); never touch user
+ * turns or the action. `total()` measures the current full sequence; `messageIds` are cut in place;
+ * `pieces` gives each token's text.
  */
 export function truncateToFit(
   context: StructuredContext,
@@ -105,27 +104,35 @@ export function truncateToFit(
   budget: number,
   total: () => number,
   dropTools: () => boolean,
+  pieces?: (ids: readonly number[]) => string[],
 ): TruncationReport {
+  const terms = callTerms(context.action);
   const truncation: TruncationReport = { droppedToolDefinitions: false, shortenedMessages: {} };
-  if (total() > budget && dropTools()) truncation.droppedToolDefinitions = true;
-  while (total() > budget) {
+  /** Cuts the longest non-user message longer than `floor` tokens to fit, not below `floor`; false when there is none. */
+  const cutLongest = (floor: number): boolean => {
     let longest = -1;
     context.messages.forEach((m, i) => {
-      if (m.role !== 'user' && messageIds[i]!.length > MIN_KEPT_MESSAGE_TOKENS && (longest < 0 || messageIds[i]!.length > messageIds[longest]!.length)) {
-        longest = i;
-      }
+      if (m.role !== 'user' && messageIds[i]!.length > floor && (longest < 0 || messageIds[i]!.length > messageIds[longest]!.length)) longest = i;
     });
-    if (longest < 0) {
+    if (longest < 0) return false;
+    const ids = messageIds[longest]!;
+    const keep = Math.max(floor, ids.length - (total() - budget));
+    const cut = planMessageCut(pieces ? pieces(ids) : ids.map(() => ''), keep, pieces ? terms : []);
+    messageIds[longest] = cut.kept.map((i) => ids[i]!);
+    truncation.shortenedMessages[longest] = (truncation.shortenedMessages[longest] ?? 0) + ids.length - keep;
+    if (cut.callSentences > 0) (truncation.keptCallSentences ??= {})[longest] = (truncation.keptCallSentences[longest] ?? 0) + cut.callSentences;
+    return true;
+  };
+  // The tool list stays while messages longer than a quarter of the window can give way: a padded result costs its padding, not the tool list.
+  while (total() > budget && cutLongest(Math.max(MIN_KEPT_MESSAGE_TOKENS, Math.floor(budget / 4))));
+  if (total() > budget && dropTools()) truncation.droppedToolDefinitions = true;
+  while (total() > budget) {
+    if (!cutLongest(MIN_KEPT_MESSAGE_TOKENS)) {
       throw new ContextTooLongError(
         `the context needs ${total()} tokens after truncation, more than the model's ${budget}: user messages and the action alone do not fit`,
         { tokens: total(), maxContextTokens: budget },
       );
     }
-    const ids = messageIds[longest]!;
-    const keep = Math.max(MIN_KEPT_MESSAGE_TOKENS, ids.length - (total() - budget));
-    const head = Math.ceil(keep / 2);
-    messageIds[longest] = [...ids.slice(0, head), ...ids.slice(ids.length - (keep - head))];
-    truncation.shortenedMessages[longest] = (truncation.shortenedMessages[longest] ?? 0) + ids.length - keep;
   }
   return truncation;
 }
@@ -141,11 +148,18 @@ export function encodeSegmentedCall(tokenizer: ProxyTokenizer, context: Structur
   const messageIds = context.messages.map((m) => encodeMessage(tokenizer, m));
   const total = () =>
     bos.length + toolIds.reduce((a, t) => a + t.length, 0) + messageIds.reduce((a, m) => a + m.length, 0) + action.prefix.length + action.ids.length;
-  const truncation = truncateToFit(context, messageIds, budget, total, () => {
-    if (toolIds.length === 0) return false;
-    toolIds = [];
-    return true;
-  });
+  const truncation = truncateToFit(
+    context,
+    messageIds,
+    budget,
+    total,
+    () => {
+      if (toolIds.length === 0) return false;
+      toolIds = [];
+      return true;
+    },
+    (ids) => ids.map((id) => tokenizer.decode([id])),
+  );
 
   const layout: ContextLayout = { user: [], tools: [], toolResults: [], actionStart: 0 };
   let pos = bos.length;

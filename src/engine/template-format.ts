@@ -143,11 +143,18 @@ export function encodeTemplateCall(tokenizer: ProxyTokenizer, context: Structure
     assemble(split(render(keep.map((i) => allMessages[i]!), toolList, true)), contents);
   const all = context.messages.map((_, i) => i);
   const total = () => renderIds(all, tools, (i) => contentIds[i]!).length + prefix.length + actionIds.length;
-  const truncation = truncateToFit(context, contentIds, budget, total, () => {
-    if (tools.length === 0) return false;
-    tools = [];
-    return true;
-  });
+  const truncation = truncateToFit(
+    context,
+    contentIds,
+    budget,
+    total,
+    () => {
+      if (tools.length === 0) return false;
+      tools = [];
+      return true;
+    },
+    (ids) => ids.map((id) => tokenizer.decode([id])),
+  );
 
   // Layout of the full variant: message texts by position (the template's own tokens around them are not attributed).
   const layout: ContextLayout = { user: [], tools: [], toolResults: [], actionStart: 0 };

@@ -111,14 +111,20 @@ describe('chat-template encoding', () => {
     expect(call.contextIds([0, 1, 2, 3], new Set())).toEqual(chatml.encodeRendered(rendered));
   });
 
-  it('cuts the longest tool result to fit the window and leaves the user request whole', () => {
+  it('cuts the longest tool result to fit the window, keeping the tool list while the result can give way, and leaves the user request whole', () => {
     const long = { ...ATTACK, messages: ATTACK.messages.map((m) => (m.role === 'tool' ? { ...m, content: 'Flight LH123 leaves at noon. '.repeat(200) } : m)) };
     const ctx = contextOf(long);
     const call = encodeTemplateCall(chatml, ctx, 'template', 400);
     const full = [...call.contextIds([0, 1, 2, 3], new Set()), ...call.action.prefix, ...call.action.ids];
     expect(full.length).toBeLessThanOrEqual(400);
-    expect(call.truncation.droppedToolDefinitions).toBe(true);
+    // The result is cut to a quarter of the window (100 tokens) first; the tool list then fits.
+    expect(call.truncation.droppedToolDefinitions).toBe(false);
     expect(call.truncation.shortenedMessages[3]).toBeGreaterThan(1000);
+    expect(chatml.decode(full)).toContain('Reads the plan.');
+    // A window too small for the tool list beside even a quarter-window result drops the list, then cuts further.
+    const tight = encodeTemplateCall(chatml, ctx, 'template', 160);
+    expect(tight.truncation.droppedToolDefinitions).toBe(true);
+    expect([...tight.contextIds([0, 1, 2, 3], new Set()), ...tight.action.prefix, ...tight.action.ids].length).toBeLessThanOrEqual(160);
     expect(chatml.decode(full)).toContain('Read my travel plan and book the flight it mentions.');
   });
 

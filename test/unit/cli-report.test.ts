@@ -37,6 +37,8 @@ function verdict(opts: { spanFlagged?: boolean; descriptionFlagged?: boolean; at
       logProbNoUser: -11,
       user: { rawDelta: 1, normalizedDelta: 0.05, deltas: {} },
       spans: [{ spanId: 0, messageIndex: 2, toolName: LONG_TOOL, rawDelta: opts.spanFlagged ? 14 : 0.4, normalizedDelta: opts.spanFlagged ? 0.7 : 0.02, deltas: {}, score: 0.5, flagged: Boolean(opts.spanFlagged) }],
+      groups: [],
+      groupMargin: 0,
       variants: [variant('full', 'full', -10, 0, 0), variant('no-user', 'no-user', -11, 1, 0.05), variant('no-span:0', 'no-span', opts.spanFlagged ? -24 : -10.4, opts.spanFlagged ? 14 : 0.4, opts.spanFlagged ? 0.7 : 0.02)],
     },
     toolPoisoning: {

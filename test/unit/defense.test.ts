@@ -269,7 +269,7 @@ describe('verdicts', () => {
   });
 
   it('blocks a model verdict exactly when a span is flagged', () => {
-    const base = { rule: 'causalarmor', tau: 0, userWeight: 2, actionTokenCount: 1, partTokenCounts: null, logProbFull: -1, logProbNoUser: -1, user: { rawDelta: 0, normalizedDelta: 0, deltas: { whole: 0, name: null, arguments: null } }, spans: [], variants: [], score: null };
+    const base = { rule: 'causalarmor', tau: 0, userWeight: 2, actionTokenCount: 1, partTokenCounts: null, logProbFull: -1, logProbNoUser: -1, user: { rawDelta: 0, normalizedDelta: 0, deltas: { whole: 0, name: null, arguments: null } }, spans: [], groups: [], groupMargin: 0, variants: [], score: null };
     expect(modelVerdict({ ...base, flagged: FLAGGED, detected: true }).decision).toBe('block');
     expect(modelVerdict({ ...base, flagged: [], detected: false }, { timings: { scoreMs: 3 } })).toMatchObject({ decision: 'allow', timings: { scoreMs: 3 } });
   });

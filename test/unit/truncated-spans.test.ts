@@ -25,8 +25,8 @@ function judged(options: GuardOptions, truncation: CheckScores['truncation']) {
   if (plan.verdict) throw new Error('expected a call that needs scoring');
   const capabilities = { attention: false, attentionUnavailable: 'none in this test', chatFormat: 'edgearmor' };
   const { variants, withAttention } = plan.scoring(capabilities);
-  // The user drives the call: removing the request costs 2 nats a token, either result 0.1.
-  const perToken: Record<string, number> = { full: -1, 'no-user': -3, 'no-span:0': -1.1, 'no-span:1': -1.1 };
+  // The user drives the call: removing the request costs 2 nats a token, either result 0.1, both 0.2.
+  const perToken: Record<string, number> = { full: -1, 'no-user': -3, 'no-span:0': -1.1, 'no-span:1': -1.1, 'no-group:0': -1.2 };
   const scores: CheckScores = {
     logProbs: new Map(variants.map((v) => [v.id, new Float64Array(3).fill(perToken[v.id]!)])),
     layout: { user: [{ start: 1, end: 5 }], tools: [], toolResults: [{ start: 10, end: 20 }, { start: 25, end: 30 }] },

@@ -1,0 +1,165 @@
+/**
+ * Which part of a too-long message survives the cut to the model's window. A plain middle cut lets an
+ * attacker pad a tool result until the injected sentence sits in the middle, and the guard then
+ * scores text without it. The cut here keeps, before anything else, the sentences that name the
+ * proposed call (its tool or one of its argument values): the text that can have moved the call. The
+ * rest of the budget goes to the head and the tail, as before.
+ */
+import type { JsonValue, ToolCall } from './types.js';
+
+/** Argument values shorter than this are too common to mark a sentence as naming the call. */
+export const MIN_CALL_TERM_CHARS = 4;
+
+/** Of a sentence longer than this many tokens, only this many around each mention of the call are kept (text without punctuation is one long sentence). */
+export const MAX_SENTENCE_TOKENS = 48;
+
+function leaves(value: JsonValue): string[] {
+  if (typeof value === 'string') return [value];
+  if (typeof value === 'number') return [String(value)];
+  if (Array.isArray(value)) return value.flatMap(leaves);
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(leaves);
+  return [];
+}
+
+/** The words that mark a sentence as naming the call: its tool name (as written and with spaces for '_' and '-') and its argument values, lower-cased. */
+export function callTerms(action: Pick<ToolCall, 'name' | 'arguments'>): string[] {
+  const terms = [action.name, action.name.replace(/[_-]+/g, ' '), ...leaves(action.arguments)]
+    .map((t) => t.trim().toLowerCase())
+    .filter((t) => t.length >= MIN_CALL_TERM_CHARS);
+  return [...new Set(terms)];
+}
+
+/** Token-index ranges [start, end) of the sentences of a message, given each token's text: a sentence ends after '.', '!' or '?' before whitespace, and at a line break. */
+export function sentenceRanges(pieces: readonly string[]): Array<[number, number]> {
+  const ranges: Array<[number, number]> = [];
+  let start = 0;
+  pieces.forEach((piece, i) => {
+    const next = pieces[i + 1];
+    const ends =
+      next === undefined || /[\n\r]\s*$/.test(piece) || /^[\n\r]/.test(next) || (/[.!?]["')\]]*\s*$/.test(piece) && /^\s/.test(next));
+    if (ends) {
+      ranges.push([start, i + 1]);
+      start = i + 1;
+    }
+  });
+  return ranges;
+}
+
+/** Token indexes of a sentence to keep for the call: all of it, or MAX_SENTENCE_TOKENS around each mention in a longer one; empty when it names nothing. */
+function callTokens(pieces: readonly string[], [a, b]: [number, number], terms: readonly string[]): number[] {
+  const starts: number[] = [];
+  let text = '';
+  for (let i = a; i < b; i++) {
+    starts.push(text.length);
+    text += pieces[i]!;
+  }
+  const lower = text.toLowerCase();
+  const mentions: Array<[number, number]> = [];
+  for (const t of terms) for (let at = lower.indexOf(t); at >= 0; at = lower.indexOf(t, at + t.length)) mentions.push([at, at + t.length]);
+  if (mentions.length === 0) return [];
+  if (b - a <= MAX_SENTENCE_TOKENS) return Array.from({ length: b - a }, (_, k) => a + k);
+  const tokenAt = (offset: number) => {
+    let k = 0;
+    while (k + 1 < starts.length && starts[k + 1]! <= offset) k++;
+    return a + k;
+  };
+  const out = new Set<number>();
+  const half = MAX_SENTENCE_TOKENS / 2;
+  for (const [from, to] of mentions) {
+    const first = Math.max(a, tokenAt(from) - half);
+    const last = Math.min(b - 1, tokenAt(to - 1) + half);
+    for (let i = first; i <= last; i++) out.add(i);
+  }
+  return [...out].sort((x, y) => x - y);
+}
+
+/** What to keep of one message. */
+export interface MessageCut {
+  /** Indexes of the kept tokens, ascending. */
+  kept: number[];
+  /** Sentences kept because they name the call. */
+  callSentences: number;
+}
+
+/**
+ * Chooses `keep` tokens of a message whose tokens read `pieces`: its first and last token (a message's
+ * frame), then every sentence that names the call (in order, while they fit), then head and tail
+ * halves of what is left. With no such sentence this is the plain middle cut.
+ */
+export function planMessageCut(pieces: readonly string[], keep: number, terms: readonly string[]): MessageCut {
+  const n = pieces.length;
+  if (keep >= n) return { kept: pieces.map((_, i) => i), callSentences: 0 };
+  const take = new Uint8Array(n);
+  let left = keep;
+  const mark = (i: number) => {
+    if (left > 0 && take[i] === 0) {
+      take[i] = 1;
+      left -= 1;
+    }
+  };
+  if (keep >= 2) {
+    mark(0);
+    mark(n - 1);
+  }
+  let callSentences = 0;
+  if (terms.length > 0) {
+    for (const range of sentenceRanges(pieces)) {
+      if (left <= 0) break;
+      const tokens = callTokens(pieces, range, terms);
+      if (tokens.length === 0) continue;
+      tokens.forEach(mark);
+      callSentences += 1;
+    }
+  }
+  const headShare = Math.ceil(left / 2);
+  for (let i = 0, taken = 0; i < n && taken < headShare; i++) {
+    if (take[i] === 0) {
+      mark(i);
+      taken += 1;
+    }
+  }
+  for (let i = n - 1; i >= 0 && left > 0; i--) mark(i);
+  const kept: number[] = [];
+  take.forEach((t, i) => {
+    if (t === 1) kept.push(i);
+  });
+  return { kept, callSentences };
+}
+
+/** How far from a mention of the call a sentence boundary is looked for, in characters. */
+const SNIPPET_REACH_CHARS = 300;
+
+/**
+ * The sentences of `text` that name the call (each around one mention, out to the nearest sentence
+ * end within SNIPPET_REACH_CHARS), in order, overlapping ones merged, at most `maxChars` in all: what a
+ * character cut before tokenizing keeps from the middle it removes. Linear in the text's length.
+ */
+export function callSnippets(text: string, terms: readonly string[], maxChars: number): string[] {
+  const lower = text.toLowerCase();
+  const spans: Array<[number, number]> = [];
+  for (const t of terms) {
+    for (let at = lower.indexOf(t); at >= 0; at = lower.indexOf(t, at + t.length)) {
+      let start = at;
+      while (start > 0 && at - start < SNIPPET_REACH_CHARS && !/[.!?\n]/.test(text[start - 1]!)) start -= 1;
+      let end = at + t.length;
+      while (end < text.length && end - at < SNIPPET_REACH_CHARS && !/[.!?\n]/.test(text[end - 1]!)) end += 1;
+      spans.push([start, end]);
+      if (spans.length > maxChars) break;
+    }
+  }
+  spans.sort((a, b) => a[0] - b[0]);
+  const merged: Array<[number, number]> = [];
+  for (const [a, b] of spans) {
+    const last = merged[merged.length - 1];
+    if (last && a <= last[1]) last[1] = Math.max(last[1], b);
+    else merged.push([a, b]);
+  }
+  const out: string[] = [];
+  let left = maxChars;
+  for (const [a, b] of merged) {
+    if (b - a > left) break;
+    out.push(text.slice(a, b));
+    left -= b - a;
+  }
+  return out;
+}
