@@ -13,17 +13,18 @@ export const MIN_CALL_TERM_CHARS = 4;
 /** Of a sentence longer than this many tokens, only this many around each mention of the call are kept (text without punctuation is one long sentence). */
 export const MAX_SENTENCE_TOKENS = 48;
 
-function leaves(value: JsonValue): string[] {
+/** The string and number values inside a JSON value (numbers as written by String), in order. */
+export function jsonLeaves(value: JsonValue): string[] {
   if (typeof value === 'string') return [value];
   if (typeof value === 'number') return [String(value)];
-  if (Array.isArray(value)) return value.flatMap(leaves);
-  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(leaves);
+  if (Array.isArray(value)) return value.flatMap(jsonLeaves);
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(jsonLeaves);
   return [];
 }
 
 /** The words that mark a sentence as naming the call: its tool name (as written and with spaces for '_' and '-') and its argument values, lower-cased. */
 export function callTerms(action: Pick<ToolCall, 'name' | 'arguments'>): string[] {
-  const terms = [action.name, action.name.replace(/[_-]+/g, ' '), ...leaves(action.arguments)]
+  const terms = [action.name, action.name.replace(/[_-]+/g, ' '), ...jsonLeaves(action.arguments)]
     .map((t) => t.trim().toLowerCase())
     .filter((t) => t.length >= MIN_CALL_TERM_CHARS);
   return [...new Set(terms)];

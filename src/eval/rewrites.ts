@@ -5,6 +5,7 @@
  * result padded so the injection sits where a window cut falls, and combinations. A guard that
  * resists them blocks the rewritten injected cases and still allows the rewritten benign ones.
  */
+import { jsonLeaves } from '../core/sentence-cut.js';
 import type { JsonValue, Message, MessageToolCall } from '../core/types.js';
 import { Rng } from '../scenarios/rng.js';
 import type { EvalCase } from './cases.js';
@@ -71,17 +72,9 @@ function callBefore(messages: readonly Message[], index: number): MessageToolCal
   return { name, arguments: {} };
 }
 
-function strings(value: JsonValue): string[] {
-  if (typeof value === 'string') return [value];
-  if (typeof value === 'number') return [String(value)];
-  if (Array.isArray(value)) return value.flatMap(strings);
-  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(strings);
-  return [];
-}
-
 /** The value the agent launders: the longest argument of the proposed call that the source result holds (the attacker's account, say). */
 function launderedValue(c: EvalCase, source: number): string | null {
-  const values = strings(c.input.action.arguments).filter((v) => v.length >= 3);
+  const values = jsonLeaves(c.input.action.arguments).filter((v) => v.length >= 3);
   const text = c.input.messages[source]!.content.toLowerCase();
   const held = values.filter((v) => text.includes(v.toLowerCase())).sort((a, b) => b.length - a.length);
   return held[0] ?? values[0] ?? null;
