@@ -10,7 +10,7 @@ import { chromium } from 'playwright-core';
 import { createServer } from 'vite';
 import type { Backend } from '../src/engine/ort-session.js';
 import type { ModelDims, ScoreSequence } from '../src/engine/scorer.js';
-import { memoryFields, PATHS, type CaseResult, type CaseSpec, type PathName } from './cases.js';
+import { memoryFields, PATHS, type BenchCase, type CaseResult, type CaseSpec, type PathName } from './cases.js';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../chromium.config.js';
 import { staticDir } from '../vite.config.js';
 
@@ -93,7 +93,7 @@ export interface BrowserBenchRequest {
   backend: Exclude<Backend, 'node'>;
   threads?: number;
   dims: ModelDims;
-  cases: Array<{ spec: CaseSpec; sequences: ScoreSequence[]; contextTokens: number; reps: number }>;
+  cases: Array<BenchCase & { spec: CaseSpec; reps: number }>;
 }
 
 /** One path's memory measurement on one case, in a fresh page. */

@@ -8,6 +8,7 @@ import { encodeActionCall, encodeBos, encodeMessage, encodeToolDef } from '../sr
 import type { OrtSession } from '../src/engine/ort-session.js';
 import { scoreSequencesShared, type PrefixScoreStats } from '../src/engine/prefix-scorer.js';
 import { scoreSequences, type ModelDims, type ScoreSequence } from '../src/engine/scorer.js';
+import { trieMinimumTokens } from '../src/engine/prefix-plan.js';
 import type { ProxyTokenizer } from '../src/engine/tokenizer.js';
 import { buildVariants } from '../src/core/variants.js';
 import { generateCase } from '../src/scenarios/index.js';
@@ -20,7 +21,10 @@ const USER_TOKENS = 50;
 
 /** A generated case's token sequences (one per leave-one-out variant), as a harness hands them to a page. */
 export interface BenchCase {
+  /** Every variant a check scores: full, no-user, one per span, then the groups of spans (all of them: one tool's results). */
   sequences: ScoreSequence[];
+  /** How many of `sequences`, from the start, the seeds' per-span check scores (full, no-user, one per span). */
+  perSpanVariants: number;
   contextTokens: number;
 }
 
@@ -34,7 +38,12 @@ export interface CaseResult {
   backend: string;
   tokens: number;
   spans: number;
+  /** Variants one check scores (groups of spans included). */
   variants: number;
+  /** Of those, the seeds' per-span check's: full, no-user, one per span. */
+  per_span_variants: number;
+  /** The trie's token count with the groups against the per-span check's: what the group variants cost. */
+  group_cost_ratio: number;
   context_tokens: number;
   computed_tokens: number;
   naive_tokens: number;
@@ -60,6 +69,8 @@ export interface CaseResult {
   peak_memory_ratio_vs_transformersjs: number | null;
   matmul_peak_fraction: number;
 }
+
+const full = (s: ScoreSequence): number[] => [...s.context, ...s.action];
 
 /** Takes ids from an endless stream of generator text until `n` are collected. */
 function textIds(tok: ProxyTokenizer, n: number, seed: number, pick: (m: Message) => boolean): number[] {
@@ -90,15 +101,16 @@ export function buildCase(tok: ProxyTokenizer, spec: CaseSpec): BenchCase {
   const perSpan = Math.max(24, Math.floor((spec.tokens - fixed) / spec.spans) - call.length);
   const toolHead = encodeMessage(tok, { role: 'tool', content: '', tool_name: g.action.name }).slice(0, -1);
   const messages: number[][] = [system, user];
-  const spans: Array<{ id: number; messageIndex: number }> = [];
+  const spans: Array<{ id: number; messageIndex: number; toolName: string }> = [];
   for (let s = 0; s < spec.spans; s++) {
     messages.push(call);
-    spans.push({ id: s, messageIndex: messages.length });
+    spans.push({ id: s, messageIndex: messages.length, toolName: g.action.name });
     messages.push([...toolHead, ...textIds(tok, perSpan - toolHead.length - 1, 20 + s, (m) => m.role === 'tool'), end]);
   }
-  const variants = buildVariants({ messages: messages.map(() => ({})), userIndices: [1], spans, tools: [] } as never);
+  // Distinct texts: no near-duplicates, so the one group is every span (one tool's results, all untrusted).
+  const variants = buildVariants({ messages: messages.map((_, i) => ({ content: `message ${i}` })), userIndices: [1], spans, tools: [] } as never, { groups: true });
   const sequences = variants.map((v) => ({ context: [...bos, ...tools, ...v.keep.flatMap((i) => messages[i]!), ...action.prefix], action: action.ids }));
-  return { sequences, contextTokens: sequences[0]!.context.length + action.ids.length };
+  return { sequences, perSpanVariants: spec.spans + 2, contextTokens: sequences[0]!.context.length + action.ids.length };
 }
 
 /** Synthetic ids with the same layout when no tokenizer is around (CI without the dev model). */
@@ -111,9 +123,9 @@ export function syntheticCase(dims: ModelDims, spec: CaseSpec): BenchCase {
   const per = Math.floor((spec.tokens - prefix.length - user.length - 14) / spec.spans);
   const spans = Array.from({ length: spec.spans }, () => [9, 10, ...r(per - 2)]);
   const msgs = [user, ...spans];
-  const variants = [msgs, msgs.slice(1), ...spans.map((_, i) => msgs.filter((_, k) => k !== i + 1))];
+  const variants = [msgs, msgs.slice(1), ...spans.map((_, i) => msgs.filter((_, k) => k !== i + 1)), ...(spans.length > 1 ? [[user]] : [])];
   const sequences = variants.map((m) => ({ context: [...prefix, ...m.flat(), 8, 11], action }));
-  return { sequences, contextTokens: sequences[0]!.context.length + action.length };
+  return { sequences, perSpanVariants: spans.length + 2, contextTokens: sequences[0]!.context.length + action.length };
 }
 
 /** The transformers.js path: one causal-LM forward per variant returning every position's logits, log-softmax over all of them. */
@@ -272,7 +284,7 @@ export interface BenchSession {
 }
 
 /** Benchmarks one case on one backend: the three paths, their agreement, and the ratios. */
-export async function benchCase(bs: BenchSession, dims: ModelDims, spec: CaseSpec, sequences: ScoreSequence[], contextTokens: number, reps: number): Promise<CaseResult> {
+export async function benchCase(bs: BenchSession, dims: ModelDims, spec: CaseSpec, { sequences, contextTokens, perSpanVariants }: BenchCase, reps: number): Promise<CaseResult> {
   const [ours, naive, tjs] = [await bs.create(), await bs.create(), await bs.create()];
   // The first run of each path is measured for RSS (it also warms the session) and checked for agreement.
   let shared!: Awaited<ReturnType<typeof scoreSequencesShared>>;
@@ -311,6 +323,8 @@ export async function benchCase(bs: BenchSession, dims: ModelDims, spec: CaseSpe
     tokens: spec.tokens,
     spans: spec.spans,
     variants: sequences.length,
+    per_span_variants: perSpanVariants,
+    group_cost_ratio: r3(trieMinimumTokens(sequences.map(full)) / trieMinimumTokens(sequences.slice(0, perSpanVariants).map(full))),
     context_tokens: contextTokens,
     computed_tokens: st.computedTokens,
     naive_tokens: st.naiveTokens,

@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import { createOrtSession, type OrtSession } from '../src/engine/ort-session.js';
 import { scoreSequencesShared } from '../src/engine/prefix-scorer.js';
 import { presentOutputNames, scoreSequences, type ModelDims, type ScoreSequence } from '../src/engine/scorer.js';
-import { benchCase, matmulPeakGflops, quantile, r3, timed, type BenchSession, type CaseResult, type CaseSpec } from './cases.js';
+import { benchCase, matmulPeakGflops, quantile, r3, timed, type BenchCase, type BenchSession, type CaseResult, type CaseSpec } from './cases.js';
 import { peakRssDelta } from './memory.js';
 
 /** What the harness asks a dawn-webgpu process to measure. */
@@ -25,7 +25,7 @@ export interface DawnBenchRequest {
   modelDir: string;
   /** The folder holding onnxruntime-web's {@link ORT_WASM}. */
   ortWasmDir: string;
-  cases: Array<{ spec: CaseSpec; sequences: ScoreSequence[]; contextTokens: number; reps: number }>;
+  cases: Array<BenchCase & { spec: CaseSpec; reps: number }>;
 }
 
 /** The adapter Dawn gave onnxruntime-web, as WebGPU's GPUAdapterInfo describes it. */
@@ -125,7 +125,7 @@ async function runDawnBench(request: DawnBenchRequest, only: readonly string[] |
   const cases = only ? only.map((n) => byName.get(n)!) : request.cases;
   const results: CaseResult[] = [];
   for (const c of cases) {
-    const r = await benchCase(bs, request.dims, c.spec, c.sequences, c.contextTokens, reps ?? c.reps);
+    const r = await benchCase(bs, request.dims, c.spec, c, reps ?? c.reps);
     if (process.env['EDGEARMOR_DAWN_PLANS'] === '1') Object.assign(r, await gpuPlans(bs, request.dims, c.sequences, reps ?? c.reps));
     log(`${r.backend} ${c.spec.tokens}/${c.spec.spans}: ${JSON.stringify(r)}`);
     results.push(r);

@@ -134,7 +134,7 @@ async function child(name: NodeBackendName, quick: boolean, args: readonly strin
   const out: CaseResult[] = [];
   for (const [k, spec] of specs.entries()) {
     const c = cases[k]!;
-    const r = await benchCase(bs, dims, spec, c.sequences, c.contextTokens, repsFor(backend, spec, quick, args));
+    const r = await benchCase(bs, dims, spec, c, repsFor(backend, spec, quick, args));
     process.stderr.write(`${bs.name} ${spec.tokens}/${spec.spans}: ${JSON.stringify(r)}\n`);
     out.push(r);
   }

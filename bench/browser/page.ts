@@ -55,7 +55,7 @@ async function run(req: BrowserBenchRequest): Promise<{ results: CaseResult[]; u
     // other's peaks; the harness measures each path's memory in a fresh page instead (memory below).
   };
   const results: CaseResult[] = [];
-  for (const c of req.cases) results.push(await benchCase(bs, dims, c.spec, c.sequences, c.contextTokens, c.reps));
+  for (const c of req.cases) results.push(await benchCase(bs, dims, c.spec, c, c.reps));
   let adapter: string | null = null;
   if (backend === 'webgpu') {
     const gpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<{ info?: { vendor: string; architecture: string; description: string } } | null> } }).gpu;
