@@ -51,12 +51,21 @@ interface Cell {
   fault: Fault;
   others: 0 | 2;
 }
+/** Cells run in order on one guard. */
+interface Chain {
+  options: ChainOptions;
+  /** Check small calls until the model answers before the first cell. */
+  warmUp: boolean;
+  /** Start the guard once the chains listed before it have their guards ready. */
+  startsAfterOthers?: boolean;
+  cells: Cell[];
+}
 
 /**
  * Three guards, each running its cells in order on the worker its previous cell left, side by side. Each
  * crash guard gets one killed and one throws cell (a restart after each), so the two take about as long.
  */
-const CHAINS: Record<string, { options: ChainOptions; warmUp: boolean; cells: Cell[] }> = {
+const CHAINS: Record<string, Chain> = {
   'crash guard A': {
     options: { timeoutMs: RESTART_TIMEOUT_MS, heartbeatTimeoutMs: KILL_HEARTBEAT_MS },
     warmUp: false,
@@ -76,10 +85,12 @@ const CHAINS: Record<string, { options: ChainOptions; warmUp: boolean; cells: Ce
       { fault: 'abort', others: 2 },
     ],
   },
-  // Warmed up first: a new worker's first check takes seconds, near SHORT_TIMEOUT_MS.
+  // Warmed up first: a new worker's first check takes seconds, near SHORT_TIMEOUT_MS. Started once the crash
+  // guards are ready: its chain is the short one, and three workers starting at once slow each other down.
   'timeout guard': {
     options: { timeoutMs: SHORT_TIMEOUT_MS, stuckWorkerGraceMs: WEDGED_GRACE_MS },
     warmUp: true,
+    startsAfterOthers: true,
     cells: [
       { fault: 'timeout', others: 0 },
       { fault: 'timeout', others: 2 },
@@ -142,6 +153,48 @@ async function runCell(api: JSHandle<FaultMatrixPage>, workerNamed: (name: strin
   return api.evaluate((fm, [c, retries]) => fm.collect(c, retries), [chain, fault === 'timeout' ? TIMEOUT_RETRIES : 0] as const);
 }
 
+/** A promise with its settle functions. */
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+  reject: (error: unknown) => void;
+}
+
+/** A Deferred whose rejection is read later (by its cell's test), so it never counts as unhandled. */
+function deferred<T>(): Deferred<T> {
+  let resolve: (value: T) => void = () => undefined;
+  let reject: (error: unknown) => void = () => undefined;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+/** Starts a chain's guard (settling `ready`), then runs its cells in order, settling each cell's outcome or the error that stopped the chain. */
+async function runChain(
+  api: JSHandle<FaultMatrixPage>,
+  workerNamed: (name: string) => Worker,
+  name: string,
+  chain: Chain,
+  ready: Deferred<void>,
+  outcomes: Array<Deferred<CellOutcome>>,
+): Promise<void> {
+  let i = 0;
+  try {
+    const status = await api.evaluate((fm, [c, url, o]) => fm.start(c, url, o), [name, MODEL_URL, chain.options] as const);
+    ready.resolve();
+    if (status.backend !== 'wasm') throw new Error(`the ${name} runs on ${String(status.backend)}, not wasm`);
+    const warm = chain.warmUp ? await api.evaluate((fm, c) => fm.warmUp(c), name) : null;
+    if (warm && (warm.kind !== 'verdict' || warm.verdict.reason !== 'model')) throw new Error(`the ${name}'s first checks got no model verdict: ${JSON.stringify(warm)}`);
+    for (; i < chain.cells.length; i++) outcomes[i]!.resolve(await runCell(api, workerNamed, name, chain.cells[i]!));
+  } catch (error) {
+    ready.reject(error);
+    for (; i < chain.cells.length; i++) outcomes[i]!.reject(error);
+  }
+}
+
 describe.skipIf(!(CAN_RUN && requirement(TINY_GUARD_MODEL_AVAILABLE, 'the tiny guard model (test/fixtures/tiny-proxy and the embedded tokenizer)')))('the fault matrix through the worker in Chromium', () => {
   let server: DemoServer;
   let browser: BrowserHandle;
@@ -160,30 +213,17 @@ describe.skipIf(!(CAN_RUN && requirement(TINY_GUARD_MODEL_AVAILABLE, 'the tiny g
     await page.addScriptTag({ type: 'module', url: `/@fs${PAGE_MODULE}` });
     const api = (await page.waitForFunction((name) => (globalThis as unknown as Record<string, FaultMatrixPage | undefined>)[name], PAGE_API)) as JSHandle<FaultMatrixPage>;
 
-    for (const [chain, { options, warmUp, cells }] of Object.entries(CHAINS)) {
-      const done: Array<(o: CellOutcome) => void> = [];
-      const failed: Array<(e: unknown) => void> = [];
-      for (const cell of cells) {
-        const outcome = new Promise<CellOutcome>((resolve, reject) => {
-          done.push(resolve);
-          failed.push(reject);
-        });
-        // Rejections are read by the cell's test; until then they must not count as unhandled.
-        outcome.catch(() => undefined);
-        outcomes.set(`${chain}: ${cellName(cell)}`, outcome);
-      }
-      void (async () => {
-        let i = 0;
-        try {
-          const status = await api.evaluate((fm, [c, url, o]) => fm.start(c, url, o), [chain, MODEL_URL, options] as const);
-          if (status.backend !== 'wasm') throw new Error(`the ${chain} runs on ${String(status.backend)}, not wasm`);
-          const warm = warmUp ? await api.evaluate((fm, c) => fm.warmUp(c), chain) : null;
-          if (warm && (warm.kind !== 'verdict' || warm.verdict.reason !== 'model')) throw new Error(`the ${chain}'s first checks got no model verdict: ${JSON.stringify(warm)}`);
-          for (; i < cells.length; i++) done[i]!(await runCell(api, workerNamed, chain, cells[i]!));
-        } catch (error) {
-          for (; i < cells.length; i++) failed[i]!(error);
-        }
-      })();
+    const ready: Promise<unknown>[] = [];
+    for (const [name, chain] of Object.entries(CHAINS)) {
+      const cells = chain.cells.map((cell) => {
+        const outcome = deferred<CellOutcome>();
+        outcomes.set(`${name}: ${cellName(cell)}`, outcome.promise);
+        return outcome;
+      });
+      const guardReady = deferred<void>();
+      const before = chain.startsAfterOthers ? Promise.allSettled(ready) : Promise.resolve([]);
+      ready.push(guardReady.promise);
+      void before.then(() => runChain(api, workerNamed, name, chain, guardReady, cells));
     }
   }, SETUP_TIMEOUT_MS);
 
