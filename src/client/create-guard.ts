@@ -208,7 +208,13 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       );
     }
     const progress = (event: GuardProgress) => {
-      if (event.type === 'ready') lastStatus = event.status;
+      if (event.type === 'ready') {
+        lastStatus = event.status;
+        // The model is loaded. init's own answer can come seconds later (the worker sends it once every
+        // progress event is acknowledged, and a first check can hold its event loop that long), and a worker
+        // that died in between would otherwise keep its calls waiting for timeoutMs.
+        loaded = true;
+      }
       onProgress?.(event);
     };
     session.init = Promise.race([remote.init(init, Comlink.proxy(progress)).then((result) => unwrap<GuardStatus>(result)), crashed]).then((status) => {

@@ -14,11 +14,13 @@ import type { BrowserWorkerLike } from '../../src/client/endpoint.js';
 import { heartbeatOptions } from '../../src/client/heartbeat.js';
 import { createWorkerService } from '../../src/client/worker-service.js';
 import type { GuardStatus } from '../../src/core/guard-api.js';
-import type { LocalGuard } from '../../src/engine/local-guard.js';
+import type { LocalGuard, LocalGuardRuntime } from '../../src/engine/local-guard.js';
 
 // Far above a healthy round trip over a MessageChannel, far below the 30 s default timeoutMs the calls would otherwise wait for.
 const HEARTBEAT_TIMEOUT_MS = 300;
 const CHECK_TIMEOUT_MS = 60_000;
+// A silent death must be answered within a few heartbeat timeouts, long before CHECK_TIMEOUT_MS.
+const SILENT_DEATH_TEST_MS = 20 * HEARTBEAT_TIMEOUT_MS;
 
 const STATUS: GuardStatus = { state: 'ready', backend: 'wasm', fallbackReason: null, model: 'fake', variant: 'q4', maxContextTokens: 1024, attention: false, scoring: 'prefix' };
 
@@ -30,28 +32,35 @@ const CASE = {
   action: { name: 'send_money', arguments: { amount: 900 } },
 };
 
-/** A fake browser Worker: the service runs on the other end of a MessageChannel; `hang` checks never answer. */
+/**
+ * A fake browser Worker: the service runs on the other end of a MessageChannel; `hang` checks never answer.
+ * With `holdInit` the model reports 'ready' but init never answers, as a real worker busy with its first
+ * check answers init late (it waits for the client to acknowledge every progress event first).
+ */
 class FakeBrowserWorker implements BrowserWorkerLike {
   readonly port: MessagePort;
   readonly inner: MessagePort;
   terminated = false;
   private readonly errorListeners = new Set<(event: unknown) => void>();
 
-  constructor(hang: { value: boolean }) {
+  constructor(hang: { value: boolean }, { holdInit = false } = {}) {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
     this.inner = port2;
-    const fakeGuard = (): LocalGuard => ({
-      ready: Promise.resolve(STATUS),
-      status: async () => STATUS,
-      check: async () => {
-        if (hang.value) await new Promise<never>(() => undefined);
-        return { detected: false, decision: 'allow', reason: 'model', attribution: null, flagged: [], score: null, timings: {} };
-      },
-      scoreSentenceAblations: async () => [],
-      defend: () => Promise.reject(new Error('not used')),
-      dispose: async () => undefined,
-    });
+    const fakeGuard = (_options: unknown, runtime: LocalGuardRuntime): LocalGuard => {
+      runtime.onProgress?.({ type: 'ready', status: STATUS });
+      return {
+        ready: holdInit ? new Promise<never>(() => undefined) : Promise.resolve(STATUS),
+        status: async () => STATUS,
+        check: async () => {
+          if (hang.value) await new Promise<never>(() => undefined);
+          return { detected: false, decision: 'allow', reason: 'model', attribution: null, flagged: [], score: null, timings: {} };
+        },
+        scoreSentenceAblations: async () => [],
+        defend: () => Promise.reject(new Error('not used')),
+        dispose: async () => undefined,
+      };
+    };
     Comlink.expose(createWorkerService({ createLocalGuard: fakeGuard, isNode: false, gpu: undefined }), nodeEndpoint(port2));
   }
 
@@ -86,10 +95,10 @@ afterEach(async () => {
   await Promise.all(guards.splice(0).map((g) => g.dispose()));
 });
 
-function setup(heartbeatTimeoutMs: number | null = HEARTBEAT_TIMEOUT_MS) {
+function setup(heartbeatTimeoutMs: number | null = HEARTBEAT_TIMEOUT_MS, worker: { holdInit?: boolean } = {}) {
   const hang = { value: true };
   const workers: FakeBrowserWorker[] = [];
-  const guard = createGuard({ worker: () => workers[workers.push(new FakeBrowserWorker(hang)) - 1]!, modelUrl: 'https://example.test/m/', timeoutMs: CHECK_TIMEOUT_MS, heartbeatTimeoutMs });
+  const guard = createGuard({ worker: () => workers[workers.push(new FakeBrowserWorker(hang, worker)) - 1]!, modelUrl: 'https://example.test/m/', timeoutMs: CHECK_TIMEOUT_MS, heartbeatTimeoutMs });
   guards.push(guard);
   return { guard, workers, hang };
 }
@@ -123,6 +132,18 @@ describe('a crashed browser worker', () => {
     hang.value = false;
     expect(await guard.check(CASE)).toMatchObject({ reason: 'model' });
   });
+
+  it("watches a worker from its model's ready event, before its init answer arrives, so a silent death right after the first check is caught", async () => {
+    const { guard, workers, hang } = setup(HEARTBEAT_TIMEOUT_MS, { holdInit: true });
+    hang.value = false;
+    expect(await guard.check(CASE)).toMatchObject({ reason: 'model' });
+    hang.value = true;
+    const calls = [guard.check(CASE), guard.check(CASE)];
+    await new Promise((r) => setTimeout(r, 20));
+    workers[0]!.dieSilently();
+    for (const verdict of await Promise.all(calls)) expect(verdict).toMatchObject(CRASH_BLOCK);
+    expect(workers[0]!.terminated).toBe(true);
+  }, SILENT_DEATH_TEST_MS);
 
   it('keeps a worker that answers its heartbeat while a check runs long', async () => {
     const { guard, workers, hang } = setup();
