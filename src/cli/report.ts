@@ -21,6 +21,14 @@ function fmt(n: number, width: number): string {
   return num(n).padStart(width);
 }
 
+/** Row labels of the variants that remove no particular span or group. */
+const FIXED_LABELS: Readonly<Record<string, string>> = {
+  full: 'full conversation',
+  'no-user': 'without the user request (dU)',
+  deduplicated: 'one copy of each repeated result (baseline of duplicates)',
+  'deduplicated-no-user': 'one copy of each, without the user request',
+};
+
 /** The human-readable table of one verdict. */
 export function verdictTable(id: string, input: GuardInput, v: Verdict, options: { explain?: boolean } = {}): string {
   const found = v.reason === 'model' ? verdictFindings(v) : [];
@@ -34,19 +42,8 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
     const span = x.kind === 'no-span' ? a.spans.find((s) => `no-span:${s.spanId}` === x.id) : undefined;
     const group = x.kind === 'no-group' ? a.groups.find((g) => `no-group:${g.groupId}` === x.id) : undefined;
     const label =
-      x.id === 'full'
-        ? 'full conversation'
-        : x.id === 'no-user'
-          ? 'without the user request (dU)'
-          : span
-            ? `without ${span.toolName ?? 'tool'} result, msg ${span.messageIndex} (dS)`
-            : group
-              ? `without results msg ${group.messageIndexes.join(', ')}: ${group.reasons.join(', ')} (dG)`
-              : x.id === 'deduplicated'
-                ? 'one copy of each repeated result (baseline of duplicates)'
-                : x.id === 'deduplicated-no-user'
-                  ? 'one copy of each, without the user request'
-                  : x.id;
+      FIXED_LABELS[x.id] ??
+      (span ? `without ${span.toolName ?? 'tool'} result, msg ${span.messageIndex} (dS)` : group ? `without results msg ${group.messageIndexes.join(', ')}: ${group.reasons.join(', ')} (dG)` : x.id);
     const flag = span?.flagged ? '  FLAGGED: injected tool result' : group?.flagged ? '  FLAGGED: injected through these results together' : '';
     rows.push({ label, values: `${fmt(x.logProb, 14)}${x.id === 'full' ? '' : fmt(x.rawDelta, 11) + fmt(x.normalizedDelta, 12)}`, flag });
   }

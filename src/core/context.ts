@@ -145,16 +145,16 @@ export function buildContext(input: GuardInput, options: ResolvedGuardOptions): 
   requireSpanLimit(spans.length, 'untrusted spans');
   const first = spans[0];
   const mask = options.maskCotForScoring && first !== undefined;
-  const laundered = mask ? maskLaunderedArguments(input.messages, new Set(spans.map((s) => s.messageIndex))) : { messages: input.messages, maskedIndices: [] as number[] };
-  const masked = mask
-    ? maskAssistantTextAfter(laundered.messages, first.messageIndex, options.cotRedactionText)
+  const laundered = mask ? maskLaunderedArguments(input.messages, new Set(spans.map((s) => s.messageIndex))) : null;
+  const masked = laundered
+    ? maskAssistantTextAfter(laundered.messages, first!.messageIndex, options.cotRedactionText)
     : { messages: input.messages.map((m) => ({ ...m })), maskedIndices: [] as number[] };
   return {
     messages: masked.messages,
     userIndices,
     spans,
     maskedIndices: masked.maskedIndices,
-    maskedArgumentIndices: laundered.maskedIndices,
+    maskedArgumentIndices: laundered?.maskedIndices ?? [],
     action: input.action,
     tools: input.tools === undefined ? [] : normalizeTools(input.tools, 'input.tools'),
     privileged: isPrivilegedTool(input.action.name, options),

@@ -59,10 +59,16 @@ function callTokens(pieces: readonly string[], [a, b]: [number, number], terms: 
   for (const t of terms) for (let at = lower.indexOf(t); at >= 0; at = lower.indexOf(t, at + t.length)) mentions.push([at, at + t.length]);
   if (mentions.length === 0) return [];
   if (b - a <= MAX_SENTENCE_TOKENS) return Array.from({ length: b - a }, (_, k) => a + k);
+  // The token holding a character: the last start at or before it (binary search; an attacker controls how many mentions there are).
   const tokenAt = (offset: number) => {
-    let k = 0;
-    while (k + 1 < starts.length && starts[k + 1]! <= offset) k++;
-    return a + k;
+    let lo = 0;
+    let hi = starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid]! <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return a + lo;
   };
   const out = new Set<number>();
   const half = MAX_SENTENCE_TOKENS / 2;
