@@ -111,7 +111,7 @@ export default defineConfig({
   optimizeDeps: {
     // Listed up front: the dependency scanner does not follow `new Worker(new URL(...))`, and a late
     // discovery reloads the page mid-load.
-    include: ['@huggingface/transformers', 'comlink', 'valibot', 'onnxruntime-web', 'onnxruntime-web/webgpu'],
+    include: ['@huggingface/transformers', 'comlink', 'valibot', 'onnxruntime-web/wasm', 'onnxruntime-web/webgpu'],
   },
   worker: { format: 'es' },
   server: { host: '127.0.0.1', headers: ISOLATION_HEADERS, strictPort: false },

@@ -109,7 +109,7 @@ export function edgearmor(options: EdgeArmorViteOptions = {}): Plugin {
           alias: { 'onnxruntime-node': nodeStubFile() },
         },
         // Listed up front: the dependency scanner does not follow `new Worker(new URL(...))`, and a late discovery reloads the page mid-load.
-        optimizeDeps: { include: ['@huggingface/transformers', 'comlink', 'valibot', 'onnxruntime-web', 'onnxruntime-web/webgpu'] },
+        optimizeDeps: { include: ['@huggingface/transformers', 'comlink', 'valibot', 'onnxruntime-web/wasm', 'onnxruntime-web/webgpu'] },
         worker: { format: 'es' },
         server: { headers },
         preview: { headers },

@@ -60,7 +60,9 @@ async function importOrt(backend: Backend): Promise<OrtModule> {
         throw new BackendUnavailableError(`onnxruntime-node could not be loaded (${(e as Error).message}); the native CPU backend is unavailable, onnxruntime-web's WASM backend runs the model instead`, { backend: 'node' }, { cause: e });
       }
     case 'wasm':
-      return (await import('onnxruntime-web')) as unknown as OrtModule;
+      // package.json maps #ort-wasm to onnxruntime-web's Node build in Node and to its wasm-only build
+      // elsewhere: a browser asked for wasm loads the 14 MB plain runtime, not the 28 MB WebGPU one.
+      return (await import('#ort-wasm')) as unknown as OrtModule;
     case 'webgpu':
       return (await import('onnxruntime-web/webgpu')) as unknown as OrtModule;
   }
