@@ -7,7 +7,9 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'node', include: ['test/**/*.test.ts'], exclude: ['test/browser/**'] },
+        // Two workers on the 2-core machines this runs on (Vitest's default is cores - 1, i.e. one): many files
+        // wait on a child process, a server or a worker thread, and the second core would sit idle.
+        test: { name: 'node', include: ['test/**/*.test.ts'], exclude: ['test/browser/**'], maxWorkers: 2 },
       },
       {
         extends: true,

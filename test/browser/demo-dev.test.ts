@@ -17,6 +17,8 @@ import { createEngine } from '../../src/engine/engine.js';
 import { directoryReader } from '../../src/engine/files-node.js';
 import { loadModelFiles } from '../../src/engine/model-files.js';
 import { startProxyServer } from '../../src/engine/proxy-server.js';
+import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from '../engine/tiny-guard-model.js';
+import { requirement } from '../requirements.js';
 import { CAN_RUN, keepOffline, launchChromium, MODEL_DIR, PAGE_MODEL_URL, startDevServer, watchConsole, type BrowserHandle, type DemoServer } from './browser-helpers.js';
 
 // First page load transforms the worker's dependencies on the dev server (slow on a shared 2-core machine).
@@ -31,6 +33,8 @@ const SETUP_TIMEOUT_MS = 120_000;
 const LOGPROB_TOLERANCE = 1e-3;
 const HUB_FIXTURE_DIR = fileURLToPath(new URL('../fixtures/tiny-proxy-hub', import.meta.url));
 const HUB_FIXTURE_URL = '/fixtures/tiny-proxy-hub/';
+/** The WebGPU parity tests run the tiny guard model: kernels and KV caches are the point, not the weights (software WebGPU is slow). */
+const TINY_GUARD_URL = '/fixtures/tiny-guard/';
 
 /** Per-token mean log-probs of every variant and normalised deltas of every span, keyed for comparison. */
 function scores(v: Verdict): Record<string, number> {
@@ -54,21 +58,25 @@ function expectClose(browser: Verdict, node: Verdict): void {
   expect(browser.flagged.map((f) => f.messageIndex)).toEqual(node.flagged.map((f) => f.messageIndex));
 }
 
-describe.skipIf(!CAN_RUN)('the demo on the Vite dev server in Chromium', () => {
+describe.skipIf(!(CAN_RUN && requirement(TINY_GUARD_MODEL_AVAILABLE, 'the tiny guard model (test/fixtures/tiny-proxy and the embedded tokenizer)')))('the demo on the Vite dev server in Chromium', () => {
   let server: DemoServer;
   let browser: BrowserHandle;
   let external: string[];
   let node: LocalGuard;
+  let tinyNode: LocalGuard;
 
   beforeAll(async () => {
-    server = await startDevServer({ serve: { [HUB_FIXTURE_URL]: HUB_FIXTURE_DIR } });
+    const tinyDir = await makeTinyGuardModel();
+    server = await startDevServer({ serve: { [HUB_FIXTURE_URL]: HUB_FIXTURE_DIR, [TINY_GUARD_URL]: tinyDir } });
     browser = await launchChromium();
     external = await keepOffline(browser.context);
     node = createNodeGuard({ modelDir: MODEL_DIR, backends: ['node'] });
+    tinyNode = createNodeGuard({ modelDir: tinyDir, backends: ['node'] });
   }, SETUP_TIMEOUT_MS);
 
   afterAll(async () => {
     await node?.dispose();
+    await tinyNode?.dispose();
     await browser?.close();
     await server?.close();
   });
@@ -170,15 +178,15 @@ describe.skipIf(!CAN_RUN)('the demo on the Vite dev server in Chromium', () => {
     PAGE_LOAD_TIMEOUT_MS,
   );
 
-  /** Starts the guard on WebGPU (the software adapter) with `start`, checks `input` there and in Node: the same verdict within 1e-3. */
+  /** Starts the tiny guard model on WebGPU (the software adapter) with `start`, checks `input` there and in Node: the same verdict within 1e-3. */
   async function expectWebGpuMatchesNode(start: Omit<StartGuardPageOptions, 'url' | 'modelUrl' | 'backend'>, scoring: 'naive' | 'prefix', input: GuardInput): Promise<void> {
     const page = await browser.context.newPage();
     const errors = watchConsole(page);
-    const status = await startGuardPage(page, { url: `${server.url}harness.html`, modelUrl: PAGE_MODEL_URL, backend: 'webgpu', ...start });
-    expect(status).toMatchObject({ state: 'ready', backend: 'webgpu', fallbackReason: null, scoring });
+    const status = await startGuardPage(page, { url: `${server.url}harness.html`, modelUrl: TINY_GUARD_URL, backend: 'webgpu', ...start });
+    expect(status).toMatchObject({ state: 'ready', backend: 'webgpu', fallbackReason: null, scoring, model: 'tiny-guard' });
     const verdict = await checkInPage(page, input);
     expect(verdict.backend).toBe('webgpu');
-    expectClose(verdict, await node.check(input));
+    expectClose(verdict, await tinyNode.check(input));
     expect(errors).toEqual([]);
     expect(external).toEqual([]);
     await page.close();
