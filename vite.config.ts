@@ -18,8 +18,8 @@ const ORT_DIST = resolve(ROOT, 'node_modules/onnxruntime-web/dist');
 const DEV_MODEL_DIR = resolve(ROOT, '.dev-model');
 const EMBEDDED_MANIFEST = resolve(ROOT, 'public/models/edgearmor-proxy/manifest.json');
 
-/** The onnxruntime-web runtime files the app serves: plain wasm, and the WebGPU builds (jsep, asyncify). */
-export const ORT_FILES = ['', '.jsep', '.asyncify'].flatMap((b) => [`ort-wasm-simd-threaded${b}.mjs`, `ort-wasm-simd-threaded${b}.wasm`]);
+/** The onnxruntime-web runtime files the app serves: the wasm-only build, and the WebGPU one (asyncify). */
+export const ORT_FILES = ['', '.asyncify'].flatMap((b) => [`ort-wasm-simd-threaded${b}.mjs`, `ort-wasm-simd-threaded${b}.wasm`]);
 
 /** Headers that make the page cross-origin isolated (SharedArrayBuffer, wasm threads). */
 export const ISOLATION_HEADERS = {

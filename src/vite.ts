@@ -40,8 +40,8 @@ export interface EdgeArmorViteOptions {
   isolation?: boolean;
 }
 
-/** onnxruntime-web's runtime files: plain wasm and the WebGPU builds (jsep, asyncify). */
-export const ORT_RUNTIME_FILES: readonly string[] = ['', '.jsep', '.asyncify'].flatMap((b) => [`ort-wasm-simd-threaded${b}.mjs`, `ort-wasm-simd-threaded${b}.wasm`]);
+/** onnxruntime-web's runtime files: the wasm-only build and the WebGPU one (asyncify, which transformers.js's onnxruntime-web/webgpu loads). */
+export const ORT_RUNTIME_FILES: readonly string[] = ['', '.asyncify'].flatMap((b) => [`ort-wasm-simd-threaded${b}.mjs`, `ort-wasm-simd-threaded${b}.wasm`]);
 
 /** Headers that make a page cross-origin isolated (SharedArrayBuffer, wasm threads). */
 export const CROSS_ORIGIN_ISOLATION_HEADERS = Object.freeze({
