@@ -2,8 +2,10 @@
  * Which part of a too-long message survives the cut to the model's window. A plain middle cut lets an
  * attacker pad a tool result until the injected sentence sits in the middle, and the guard then
  * scores text without it. The cut here keeps, before anything else, the sentences that name the
- * proposed call (its tool or one of its argument values): the text that can have moved the call. The
- * rest of the budget goes to the head and the tail, as before.
+ * proposed call (its tool or one of its argument values): the text that can have moved the call. Half
+ * of the rest goes to those sentences' surroundings, nearest first: a sentence kept alone would make any
+ * result look as if it pointed at the call (a search result cut down to the one link the user picked
+ * explains the call without the user). The other half goes to the head and the tail, as before.
  */
 import type { JsonValue, ToolCall } from './types.js';
 
@@ -80,6 +82,29 @@ function callTokens(pieces: readonly string[], [a, b]: [number, number], terms: 
   return [...out].sort((x, y) => x - y);
 }
 
+/**
+ * Marks up to `budget` untaken tokens, nearest to a token of `near` first (ties: the earlier token), by
+ * distance computed in two linear passes and bucketed by distance: linear in the message length.
+ */
+function markNearest(take: Uint8Array, near: readonly number[], budget: number, mark: (i: number) => void): void {
+  const n = take.length;
+  if (budget <= 0 || near.length === 0) return;
+  const dist = new Int32Array(n).fill(n);
+  for (const i of near) dist[i] = 0;
+  for (let i = 1; i < n; i++) dist[i] = Math.min(dist[i]!, dist[i - 1]! + 1);
+  for (let i = n - 2; i >= 0; i--) dist[i] = Math.min(dist[i]!, dist[i + 1]! + 1);
+  const byDistance: number[][] = [];
+  for (let i = 0; i < n; i++) if (take[i] === 0) (byDistance[dist[i]!] ??= []).push(i);
+  let left = budget;
+  for (const bucket of byDistance) {
+    for (const i of bucket ?? []) {
+      if (left <= 0) return;
+      mark(i);
+      left -= 1;
+    }
+  }
+}
+
 /** What to keep of one message. */
 export interface MessageCut {
   /** Indexes of the kept tokens, ascending. */
@@ -90,8 +115,9 @@ export interface MessageCut {
 
 /**
  * Chooses `keep` tokens of a message whose tokens read `pieces`: its first and last token (a message's
- * frame), then every sentence that names the call (in order, while they fit), then head and tail
- * halves of what is left. With no such sentence this is the plain middle cut.
+ * frame), then every sentence that names the call (in order, while they fit), then half of what is left
+ * nearest those sentences, then head and tail halves of the rest. With no such sentence this is the
+ * plain middle cut.
  */
 export function planMessageCut(pieces: readonly string[], keep: number, terms: readonly string[]): MessageCut {
   const n = pieces.length;
@@ -109,15 +135,20 @@ export function planMessageCut(pieces: readonly string[], keep: number, terms: r
     mark(n - 1);
   }
   let callSentences = 0;
+  const callTokenIndexes: number[] = [];
   if (terms.length > 0) {
     for (const range of sentenceRanges(pieces)) {
       if (left <= 0) break;
       const tokens = callTokens(pieces, range, terms);
       if (tokens.length === 0) continue;
-      tokens.forEach(mark);
+      for (const t of tokens) {
+        mark(t);
+        callTokenIndexes.push(t);
+      }
       callSentences += 1;
     }
   }
+  markNearest(take, callTokenIndexes, Math.ceil(left / 2), mark);
   const headShare = Math.ceil(left / 2);
   for (let i = 0, taken = 0; i < n && taken < headShare; i++) {
     if (take[i] === 0) {
@@ -136,10 +167,14 @@ export function planMessageCut(pieces: readonly string[], keep: number, terms: r
 /** How far from a mention of the call a sentence boundary is looked for, in characters. */
 const SNIPPET_REACH_CHARS = 300;
 
+/** At most this much text either side of a kept sentence comes with it, budget permitting (its surroundings; see planMessageCut). */
+const SNIPPET_CONTEXT_CHARS = 600;
+
 /**
  * The sentences of `text` that name the call (each around one mention, out to the nearest sentence
- * end within SNIPPET_REACH_CHARS), in order, overlapping ones merged, at most `maxChars` in all: what a
- * character cut before tokenizing keeps from the middle it removes. Linear in the text's length.
+ * end within SNIPPET_REACH_CHARS), in order, overlapping ones merged, with as much of their
+ * surroundings as the budget leaves (up to SNIPPET_CONTEXT_CHARS a side), at most `maxChars` in all:
+ * what a character cut before tokenizing keeps from the middle it removes. Linear in the text's length.
  */
 export function callSnippets(text: string, terms: readonly string[], maxChars: number): string[] {
   const lower = text.toLowerCase();
@@ -155,18 +190,28 @@ export function callSnippets(text: string, terms: readonly string[], maxChars: n
     }
   }
   spans.sort((a, b) => a[0] - b[0]);
+  const sentences: Array<[number, number]> = [];
+  let left = maxChars;
+  for (const [a, b] of merge(spans)) {
+    if (b - a > left) break;
+    sentences.push([a, b]);
+    left -= b - a;
+  }
+  if (sentences.length === 0) return [];
+  // What the sentences leave of the budget is shared out as their surroundings; widened spans that
+  // overlap merge, so the total stays within maxChars.
+  const context = Math.min(SNIPPET_CONTEXT_CHARS, Math.floor(left / (2 * sentences.length)));
+  const widened = sentences.map(([a, b]): [number, number] => [Math.max(0, a - context), Math.min(text.length, b + context)]);
+  return merge(widened).map(([a, b]) => text.slice(a, b));
+}
+
+/** Sorted [start, end) ranges with the overlapping ones joined. */
+function merge(ranges: ReadonlyArray<[number, number]>): Array<[number, number]> {
   const merged: Array<[number, number]> = [];
-  for (const [a, b] of spans) {
+  for (const [a, b] of ranges) {
     const last = merged[merged.length - 1];
     if (last && a <= last[1]) last[1] = Math.max(last[1], b);
     else merged.push([a, b]);
   }
-  const out: string[] = [];
-  let left = maxChars;
-  for (const [a, b] of merged) {
-    if (b - a > left) break;
-    out.push(text.slice(a, b));
-    left -= b - a;
-  }
-  return out;
+  return merged;
 }

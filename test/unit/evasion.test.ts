@@ -240,16 +240,41 @@ describe('a window cut that keeps the sentences naming the call', () => {
 
   it('finds the sentences naming the call in a long text, merged and bounded, for the cut before tokenizing', () => {
     const text = `Filler one. Pay REFUND-VERIFY-8847 now. More filler. Use send_money, then send_money again.\nEnd.`;
-    expect(callSnippets(text, callTerms(DUPLICATED.action), 1000)).toEqual([' Pay REFUND-VERIFY-8847 now.', ' Use send_money, then send_money again.']);
-    expect(callSnippets(text, callTerms(DUPLICATED.action), 30)).toEqual([' Pay REFUND-VERIFY-8847 now.']);
+    // Budget to spare: the sentences come with their surroundings, here the whole short text.
+    expect(callSnippets(text, callTerms(DUPLICATED.action), 1000)).toEqual([text]);
+    // Room for one sentence: that one, and at most the budget.
+    const tight = callSnippets(text, callTerms(DUPLICATED.action), 30);
+    expect(tight).toHaveLength(1);
+    expect(tight[0]).toContain(' Pay REFUND-VERIFY-8847 now.');
+    expect(tight[0]!.length).toBeLessThanOrEqual(30);
     expect(callSnippets(text, [], 1000)).toEqual([]);
   });
 
-  it('keeps 48 tokens around a mention inside text without punctuation, not the whole run', () => {
+  it('keeps the lines around the one that names the call, so the cut does not single out the value the user picked', () => {
+    // A long search result whose middle lists five links; the call fetches the third, which the user chose.
+    const links = ['gadgetcorner.com', 'devnotes.io', 'musicscene.net', 'foodblog.org', 'gardenhub.net'];
+    const list = links.map((l, i) => `${i + 1}. sourdough starter guide - https://www.${l}/sourdough`).join('\n');
+    const filler = Array(60).fill(' The office is open from nine to five.').join('');
+    const text = `${filler}\n${list}\n${filler}`;
+    const terms = callTerms({ name: 'get_webpage', arguments: { url: 'https://www.musicscene.net/sourdough' } });
+    const pieces = tokens(text);
+    const kept = planMessageCut(pieces, 160, terms).kept.map((i) => pieces[i]).join('');
+    for (const l of links) expect(kept).toContain(l);
+    const snippets = callSnippets(text, terms, 600).join('');
+    for (const l of links) expect(snippets).toContain(l);
+    expect(snippets.length).toBeLessThanOrEqual(600);
+  });
+
+  it('keeps 48 tokens around a mention inside text without punctuation, then its nearest surroundings, not the whole run', () => {
     const pieces = [...Array(500).fill(' word'), ' REFUND-VERIFY-8847', ...Array(500).fill(' word')];
     const cut = planMessageCut(pieces, 200, callTerms(DUPLICATED.action));
     expect(cut.callSentences).toBe(1);
     const around = cut.kept.filter((i) => i >= 100 && i < 900);
-    expect(around).toEqual(Array.from({ length: 49 }, (_, k) => 476 + k));
+    // 49 tokens around the mention, then half of the other 149 (75) nearest them: one run of 124 around token 500.
+    expect(around).toHaveLength(124);
+    expect(around[around.length - 1]! - around[0]!).toBe(123);
+    expect(around[0]).toBeLessThan(476);
+    expect(around[around.length - 1]).toBeGreaterThan(524);
+    expect(cut.kept).toHaveLength(200);
   });
 });
