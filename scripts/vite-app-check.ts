@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { ORT_RUNTIME_FILES } from '../src/vite.js';
 import { keepOffline, launchChromium, watchConsole } from '../test/browser/browser-helpers.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -60,7 +61,8 @@ async function main(): Promise<void> {
     execFileSync('npm', ['run', 'build'], { cwd: app, stdio: 'inherit' });
     const wasm = execFileSync('find', ['dist', '-name', '*.wasm'], { cwd: app, encoding: 'utf8' }).trim().split('\n').sort();
     process.stdout.write(`wasm files in dist: ${wasm.join(', ')}\n`);
-    if (wasm.length !== 3 || wasm.some((f) => !f.startsWith('dist/ort/'))) throw new Error(`expected one copy of each of the three runtime wasm files under dist/ort/, found: ${wasm.join(', ')}`);
+    const expected = ORT_RUNTIME_FILES.filter((f) => f.endsWith('.wasm')).map((f) => `dist/ort/${f}`).sort();
+    if (wasm.join() !== expected.join()) throw new Error(`expected one copy of each runtime wasm file the plugin copies (${expected.join(', ')}), found: ${wasm.join(', ')}`);
 
     const port = await freePort();
     const preview = spawn('npm', ['run', 'preview', '--', '--host', '127.0.0.1', '--port', String(port), '--strictPort'], { cwd: app, stdio: 'inherit', detached: true });
