@@ -13,6 +13,8 @@
  *    by a worker kill (`worker.terminate()`), an abort of its signal, or nothing. Every answer must be
  *    its case's reference verdict, a failure-policy block (worker-crashed, timeout), or for an abort
  *    GuardAbortedError; never an allow by failure, another rejection or a hang, and the host lives on.
+ *    Its memory is sampled every 25 checks from its own baseline (both guards loaded and warm), under the
+ *    same bounds; the whole-run samples end after its guard is disposed.
  * Every check's answer time is recorded (worst per phase against its timeoutMs; the goal is within
  * timeoutMs + 250 ms) and the event loop's longest stall over the whole run (a 5 ms ticker's longest
  * gap, and monitorEventLoopDelay's max).
@@ -39,6 +41,8 @@ const WORKER_URL = new URL('../workers/guard.worker.ts', import.meta.url);
 const BOOTSTRAP = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(WORKER_URL.href)}); })`;
 const SCORE_TOLERANCE = 1e-9;
 const SAMPLE_EVERY = 250;
+/** Worker restarts are few per fault check, so the fault phase is sampled more often to show a trend. */
+const FAULT_SAMPLE_EVERY = 25;
 const WARMUP_CHECKS = 250;
 /** Bounds on growth after the warm-up; a leak of one tensor set per check would pass them within ~100 checks. */
 const RSS_GROWTH_BOUND_MB = 256;
@@ -161,11 +165,23 @@ try {
 
   // Faults: a second guard with a realistic timeoutMs; its worker is killed, or a call aborted, at random points.
   let faultWorker: Worker | undefined;
-  const faultGuard = createGuard({ worker: () => (faultWorker = new Worker(BOOTSTRAP, { eval: true })), modelDir: MODEL_DIR, backend: 'node', timeoutMs: FAULT_TIMEOUT_MS });
+  // dispose() does not wait for the thread to exit; the memory sample after the phase does.
+  let faultWorkerExited = Promise.resolve();
+  const startFaultWorker = () => {
+    const worker = new Worker(BOOTSTRAP, { eval: true });
+    faultWorkerExited = new Promise((done) => worker.once('exit', () => done()));
+    return (faultWorker = worker);
+  };
+  const faultGuard = createGuard({ worker: startFaultWorker, modelDir: MODEL_DIR, backend: 'node', timeoutMs: FAULT_TIMEOUT_MS });
   const faultCounts = { kill: 0, abort: 0, none: 0, answered_reference: 0, failure_policy: 0, aborted: 0 };
+  // The fault phase runs a second guard (a second model in memory) beside the first, so its growth is
+  // measured from its own baseline: both guards loaded and warm.
+  const faultMemory: MemSample[] = [];
   const tFaults = performance.now();
   try {
     await faultGuard.ready;
+    await faultGuard.check(cases[0]!.input);
+    faultMemory.push(sample(0));
     for (let i = 0; i < N_FAULTS; i++) {
       const k = i % K;
       const fault = random() < 0.4 ? 'kill' : random() < 0.5 ? 'abort' : 'none';
@@ -196,9 +212,11 @@ try {
         if (!problem) faultCounts.answered_reference += 1;
       }
       if (problem) failures.push({ phase: `faults (${fault} at ${delay} ms)`, index: i, case: cases[k]!.id, problem });
+      if ((i + 1) % FAULT_SAMPLE_EVERY === 0) faultMemory.push(sample(i + 1));
     }
   } finally {
     await faultGuard.dispose();
+    await faultWorkerExited;
   }
   const faultSeconds = (performance.now() - tFaults) / 1000;
   memory.push(sample(N_SEQ + N_CONC + N_FAULTS));
@@ -217,7 +235,10 @@ try {
   const base = afterWarmup[0] ?? memory[0]!;
   const rssGrowth = Math.max(...afterWarmup.map((m) => m.rssMb)) - base.rssMb;
   const heapGrowth = Math.max(...afterWarmup.map((m) => m.heapMb)) - base.heapMb;
-  const memoryOk = rssGrowth <= RSS_GROWTH_BOUND_MB && heapGrowth <= HEAP_GROWTH_BOUND_MB;
+  const faultBase = faultMemory[0];
+  const faultRssGrowth = faultBase ? Math.max(...faultMemory.map((m) => m.rssMb)) - faultBase.rssMb : 0;
+  const faultHeapGrowth = faultBase ? Math.max(...faultMemory.map((m) => m.heapMb)) - faultBase.heapMb : 0;
+  const memoryOk = Math.max(rssGrowth, faultRssGrowth) <= RSS_GROWTH_BOUND_MB && Math.max(heapGrowth, faultHeapGrowth) <= HEAP_GROWTH_BOUND_MB;
   const report = {
     date,
     model: status.model,
@@ -237,6 +258,7 @@ try {
       after_warmup_checks: base.checks,
       rss_growth_mb: rssGrowth,
       heap_growth_mb: heapGrowth,
+      faults: { samples: faultMemory, rss_growth_mb: faultRssGrowth, heap_growth_mb: faultHeapGrowth },
       bounds_mb: { rss: RSS_GROWTH_BOUND_MB, heap: HEAP_GROWTH_BOUND_MB },
       ok: memoryOk,
     },
@@ -248,7 +270,7 @@ try {
   console.log(
     `soak ${report.ok ? 'passed' : 'FAILED'}: ${report.answered} of ${N_SEQ + N_CONC + N_FAULTS} answered, ${failures.length} mismatches; ` +
       `sequential ${report.sequential.checks_per_second.toFixed(2)} checks/s, ${N_CONC} concurrent in ${concSeconds.toFixed(1)} s; ` +
-      `RSS +${rssGrowth.toFixed(1)} MB, heap +${heapGrowth.toFixed(1)} MB after ${base.checks} checks (bounds ${RSS_GROWTH_BOUND_MB} / ${HEAP_GROWTH_BOUND_MB} MB); ` +
+      `RSS +${rssGrowth.toFixed(1)} MB, heap +${heapGrowth.toFixed(1)} MB after ${base.checks} checks, in the fault phase RSS +${faultRssGrowth.toFixed(1)} MB, heap +${faultHeapGrowth.toFixed(1)} MB (bounds ${RSS_GROWTH_BOUND_MB} / ${HEAP_GROWTH_BOUND_MB} MB); ` +
       `${N_FAULTS} fault checks (${faultCounts.kill} kills, ${faultCounts.abort} aborts): worst answer ${worstFaultMs} ms against timeoutMs ${FAULT_TIMEOUT_MS}; ` +
       `longest event-loop stall ${longestStallMs} ms; host alive; ${outFile}`,
   );
