@@ -233,11 +233,12 @@ try {
 
   const afterWarmup = memory.filter((m) => m.checks >= Math.min(WARMUP_CHECKS, N_SEQ));
   const base = afterWarmup[0] ?? memory[0]!;
-  const rssGrowth = Math.max(...afterWarmup.map((m) => m.rssMb)) - base.rssMb;
-  const heapGrowth = Math.max(...afterWarmup.map((m) => m.heapMb)) - base.heapMb;
-  const faultBase = faultMemory[0];
-  const faultRssGrowth = faultBase ? Math.max(...faultMemory.map((m) => m.rssMb)) - faultBase.rssMb : 0;
-  const faultHeapGrowth = faultBase ? Math.max(...faultMemory.map((m) => m.heapMb)) - faultBase.heapMb : 0;
+  /** The largest growth of a series over its first sample (0 for an empty one). */
+  const growthMb = (samples: readonly MemSample[], key: 'rssMb' | 'heapMb') => (samples.length ? Math.max(...samples.map((m) => m[key])) - samples[0]![key] : 0);
+  const rssGrowth = growthMb(afterWarmup, 'rssMb');
+  const heapGrowth = growthMb(afterWarmup, 'heapMb');
+  const faultRssGrowth = growthMb(faultMemory, 'rssMb');
+  const faultHeapGrowth = growthMb(faultMemory, 'heapMb');
   const memoryOk = Math.max(rssGrowth, faultRssGrowth) <= RSS_GROWTH_BOUND_MB && Math.max(heapGrowth, faultHeapGrowth) <= HEAP_GROWTH_BOUND_MB;
   const report = {
     date,

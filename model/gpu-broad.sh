@@ -42,10 +42,10 @@ for spec in "$@"; do
   mkdir -p "$run"
   names+=("$name")
   [ -f "$run/model.pt" ] && { echo "$name: trained already"; continue; }
-  # shellcheck disable=SC2086 # the run's arguments are words
   # The generator's split is listed twice (1:1 with the broad one): at 1:2 a CPU fine-tune lost 0.033
   # ROC-AUC on the generator's validation split, at 1:1 none, for the same gain on unseen tools
   # (model/gpu-trials.md, "CPU fine-tune 2").
+  # shellcheck disable=SC2086 # the run's arguments are words
   $PY model/train.py --device "$DEVICE" $AMP --workers "$WORKERS" --threads 2 --resume \
     --train "$DATA/train.jsonl.xz,$DATA/train.jsonl.xz,$DATA/broad-train.jsonl.xz" \
     --validation "$DATA/validation.jsonl.xz,$DATA/broad-validation.jsonl.xz" --traces "$DATA/traces.jsonl.xz" \
