@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Turns a trained run into the files the engine loads: ONNX export, 4-bit quantization, the
-# leave-one-out report on the generator's test split, golden values, the manifest. build.sh ends with it;
-# a GPU run brought back (model/gpu-broad.sh) is shipped with it too:
+# leave-one-out report on the generator's test split, golden values, the manifest; then it checks the
+# product's acceptance cases. build.sh ends with it; a GPU run brought back (model/gpu-broad.sh) is
+# shipped with it too:
 #
 #   bash model/ship.sh model/runs/gpu-m-full [edgearmor-proxy]
 #
@@ -37,3 +38,8 @@ $PY model/golden_engine.py --run "$RUN" --cases data/test.jsonl --out "$GOLDEN_D
 $PY model/golden.py --run "$RUN" --name "$NAME" --out "$GOLDEN_DIR/golden-$NAME.json"
 
 $PY model/manifest.py "$OUT"
+
+echo "== the product's acceptance cases (README seed cases, demo pair, extension pages; q4, TypeScript guard)"
+# Not fatal: build.sh's CPU recipe ships under other names and does not detect. A model that fails one
+# is not shipped as the embedded model, whatever its numbers (gpu-trials.md): git checkout public/models.
+npx tsx eval/acceptance.ts --model "$OUT" || echo "!! $OUT fails acceptance cases: not for shipping as the embedded model"
