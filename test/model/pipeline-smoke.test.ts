@@ -77,6 +77,12 @@ describe.skipIf(!hasTorch)('GPU training pipeline at a tiny size on the CPU', ()
     const table = JSON.parse(readFileSync(join(env.RUNS, 'heldout.json'), 'utf8')) as Record<string, Record<string, unknown>>;
     expect(Object.keys(table['gpu-tiny-noslack'] ?? {})).toEqual(expect.arrayContaining(['adv-val', 'adv-slack']));
     expect(out).toMatch(/== gpu-tiny-noslack/);
+    // Beside the rates, each slice carries its labels' median dU (null for a label its cases lack).
+    const advVal = readFileSync(join(run, 'adv-val-scores.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { label: string; user: { d: number } });
+    for (const label of ['injected', 'benign']) {
+      const ds = advVal.filter((r) => r.label === label).map((r) => r.user.d).sort((a, b) => a - b);
+      expect(table['gpu-tiny-noslack']?.['adv-val'], label).toHaveProperty(`median_du_${label}`, ds.length > 0 ? ds[ds.length >> 1] : null);
+    }
 
     // A second call with the run brought back trains nothing again and keeps its scores.
     const again = bash('model/gpu-broad.sh', 'tiny-noslack --hidden 32 --layers 1 --heads 2 --ffn 64 --trace-exclude-suite slack');
