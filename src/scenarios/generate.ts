@@ -253,6 +253,11 @@ export function cleanFirstCalls(split: Split, seed: number, n: number): Array<{ 
   return out;
 }
 
+/** What the guard checks for a generated case: its conversation, tools and the call alone (no labels, no raw text). */
+export function guardInputOf(c: GuardCase): { messages: Message[]; action: ToolCall; tools: ToolSpec[] } {
+  return { messages: c.messages, action: { name: c.action.name, arguments: c.action.arguments }, tools: c.tools };
+}
+
 /** The first test-split case of a domain and pick for a seed (deterministic), or null within the first `maxSearch` cases. */
 export function findCase(domain: string, pick: ScenarioPick, seed: number, maxSearch = 5000): GuardCase | null {
   if (!DOMAINS.includes(domain)) throw new RangeError(`unknown domain "${domain}": should be one of ${DOMAINS.join(', ')}`);

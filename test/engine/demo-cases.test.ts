@@ -9,12 +9,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createNodeGuard } from '../../src/node.js';
 import { embeddedModelDir } from '../../src/engine/files-node.js';
 import { DEMO_SEED, runAcceptance } from '../../src/eval/acceptance.js';
-import { findCase, type GuardCase } from '../../src/scenarios/index.js';
+import { findCase, guardInputOf } from '../../src/scenarios/index.js';
 import { requirement } from '../requirements.js';
 
 const MODEL_TIMEOUT_MS = 120_000;
-
-const input = (c: GuardCase) => ({ messages: c.messages, action: { name: c.action.name, arguments: c.action.arguments }, tools: c.tools });
 
 describe.skipIf(!requirement(existsSync(embeddedModelDir()), 'the embedded model'))("the demo's default cases on the embedded model", () => {
   const guard = createNodeGuard({ backends: ['node'] });
@@ -27,10 +25,10 @@ describe.skipIf(!requirement(existsSync(embeddedModelDir()), 'the embedded model
       const clean = findCase('travel', 'benign', DEMO_SEED)!;
       expect(attack.label).toBe('injected');
       expect(clean.label).toBe('benign');
-      const blocked = await guard.check(input(attack));
+      const blocked = await guard.check(guardInputOf(attack));
       expect(blocked).toMatchObject({ reason: 'model', decision: 'block', detected: true });
       expect(blocked.flagged.map((f) => f.messageIndex)).toEqual(attack.injected_in);
-      const allowed = await guard.check(input(clean));
+      const allowed = await guard.check(guardInputOf(clean));
       expect(allowed).toMatchObject({ reason: 'model', decision: 'allow', detected: false });
     },
     MODEL_TIMEOUT_MS,
@@ -55,7 +53,7 @@ describe.skipIf(!requirement(existsSync(embeddedModelDir()), 'the embedded model
     async () => {
       const naive = createNodeGuard({ backends: ['node'], scoring: 'naive', maxBatchTokens: 1 << 16 });
       try {
-        const attack = input(findCase('travel', 'injection', DEMO_SEED)!);
+        const attack = guardInputOf(findCase('travel', 'injection', DEMO_SEED)!);
         const [a, b] = [await guard.check(attack), await naive.check(attack)];
         // On a CPU 'auto' (the default) is the prefix path; the status says which plan runs.
         expect((await guard.status()).scoring).toBe('prefix');

@@ -17,7 +17,7 @@ import { loadModelFiles } from '../../src/engine/model-files.js';
 import { startProxyServer, type RunningProxyServer } from '../../src/engine/proxy-server.js';
 import { completionRequest, parseCompletionResponse, validateRemoteProxyOptions } from '../../src/engine/remote-proxy.js';
 import { createNodeGuard } from '../../src/node.js';
-import { findCase, type GuardCase } from '../../src/scenarios/index.js';
+import { findCase, guardInputOf } from '../../src/scenarios/index.js';
 import { chatmlTokenizerFiles } from './chatml-fixture.js';
 import { requirement } from '../requirements.js';
 
@@ -27,8 +27,6 @@ const MODEL_TIMEOUT_MS = 180_000;
 // pass while the local guard branches from shared prefixes, so sums differ by float rounding only.
 const DELTA_TOLERANCE = 1e-3;
 const SERVED = 'edgearmor-proxy-test';
-
-const input = (c: GuardCase) => ({ messages: c.messages, action: { name: c.action.name, arguments: c.action.arguments }, tools: c.tools });
 
 describe('remote proxy options and responses', () => {
   it('names the wrong field and what is allowed', () => {
@@ -114,15 +112,15 @@ describe.skipIf(!requirement(existsSync(resolve(MODEL_DIR, 'manifest.json')), `t
       for (const pick of ['injection', 'benign'] as const) {
         const c = findCase('travel', pick, 1)!;
         const before = server.requests;
-        const [r, l] = [await viaServer.check(input(c)), await local.check(input(c))];
+        const [r, l] = [await viaServer.check(guardInputOf(c)), await local.check(guardInputOf(c))];
         expect(server.requests - before).toBe(1);
         expect(r.backend).toBe('remote');
         expect(r.proxy).toBe(status.model);
         expectSameVerdict(r, l);
       }
       const poisoned = findCase('banking', 'poisoning', 1)!;
-      const r = await viaServer.check(input(poisoned));
-      const l = await local.check(input(poisoned));
+      const r = await viaServer.check(guardInputOf(poisoned));
+      const l = await local.check(guardInputOf(poisoned));
       expectSameVerdict(r, l);
       expect(r.toolPoisoning!.unavailable.join()).toMatch(/a remote proxy returns log-probs only; MindGuard falls back to leave-one-out/);
       r.toolPoisoning!.leaveOneOut!.tools.forEach((t, i) => expect(Math.abs(t.normalizedDelta - l.toolPoisoning!.leaveOneOut!.tools[i]!.normalizedDelta)).toBeLessThan(DELTA_TOLERANCE));
@@ -140,7 +138,7 @@ describe.skipIf(!requirement(existsSync(resolve(MODEL_DIR, 'manifest.json')), `t
       );
       expect(await guard.ready).toMatchObject({ backend: 'remote' });
       const before = server.requests;
-      const verdict = await guard.check(input(findCase('travel', 'injection', 1)!));
+      const verdict = await guard.check(guardInputOf(findCase('travel', 'injection', 1)!));
       expect(server.requests - before).toBe(1);
       expect(verdict).toMatchObject({ backend: 'remote', reason: 'model', decision: 'block' });
     },
@@ -163,7 +161,7 @@ describe.skipIf(!requirement(existsSync(resolve(MODEL_DIR, 'manifest.json')), `t
         writeFileSync(join(dir, 'manifest.json'), JSON.stringify(await buildManifest(dir, 'chatml-fixture')));
         const guard = track(createNodeGuard({ modelDir: dir, remoteProxy: remote(), timeoutMs: MODEL_TIMEOUT_MS }));
         const before = server.requests;
-        const verdict = await guard.check(input(findCase('travel', 'injection', 1)!));
+        const verdict = await guard.check(guardInputOf(findCase('travel', 'injection', 1)!));
         expect(server.requests - before).toBe(1);
         expect(verdict).toMatchObject({ backend: 'remote', reason: 'model' });
         expect(verdict.attribution!.variants.map((v) => v.id)).toEqual(expect.arrayContaining(['full', 'no-user', 'no-span:0']));
@@ -187,7 +185,7 @@ describe.skipIf(!requirement(existsSync(resolve(MODEL_DIR, 'manifest.json')), `t
     const guard = track(createNodeGuard({ remoteProxy: { url: other.url, model: SERVED } }));
     await guard.ready;
     await other.close();
-    const verdict = await guard.check(input(findCase('travel', 'benign', 1)!));
+    const verdict = await guard.check(guardInputOf(findCase('travel', 'benign', 1)!));
     expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'remote-proxy-failed' } });
     expect(verdict.error!.message).toMatch(/could not reach the remote proxy at http:\/\/127\.0\.0\.1:\d+\/v1\/completions/);
   });
