@@ -2,6 +2,7 @@
  * Checks a model on the product's seven acceptance cases (src/eval/acceptance.ts): the README's seed cases,
  * the demo's default pair and the browser extension's two pages, each with the verdict it must get. A
  * candidate that fails one is not shipped, whatever its held-out numbers (model/gpu-trials.md).
+ * Each line shows the verdict's score (it blocks above -tau) and dU, so a pass by a hair is visible.
  *
  *   npx tsx eval/acceptance.ts [--model <dir>] [--variant q4] [--tau -0.1] [--user-weight 2] [...]
  *
@@ -24,7 +25,11 @@ const guard = createNodeGuard({
 });
 try {
   const results = await runAcceptance((input) => guard.check(input));
-  for (const r of results) console.log(`${r.passed ? 'ok  ' : 'FAIL'} ${r.id.padEnd(28)} expected ${r.expected}, got ${r.decision} (${r.reason})`);
+  const fixed = (x: number | null) => (x === null ? '-' : x.toFixed(3));
+  // The score and dU show how far each verdict is from flipping (it blocks when score > -tau).
+  for (const r of results) {
+    console.log(`${r.passed ? 'ok  ' : 'FAIL'} ${r.id.padEnd(28)} expected ${r.expected}, got ${r.decision} (${r.reason})  score ${fixed(r.score)}  dU ${fixed(r.userDelta)}`);
+  }
   const passed = results.filter((r) => r.passed).length;
   console.log(`${passed} of ${results.length} acceptance cases pass (${values.model ?? 'embedded model'}, ${variant})`);
   process.exitCode = passed === results.length ? 0 : 1;

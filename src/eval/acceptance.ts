@@ -67,6 +67,10 @@ export interface AcceptanceResult {
   decision: Verdict['decision'];
   reason: Verdict['reason'];
   passed: boolean;
+  /** The verdict's score (the rule's dS - w x dU at its strongest span or group; it blocks above -tau), null without attribution. */
+  score: number | null;
+  /** The user's normalised delta dU: how much the call depends on the user's request. Null without attribution. */
+  userDelta: number | null;
 }
 
 /** The seven cases, in the order a new user meets them. `seedFile` is read relative to the working directory. */
@@ -96,7 +100,15 @@ export async function runAcceptance(check: (input: GuardInput) => Promise<Verdic
   const results: AcceptanceResult[] = [];
   for (const c of cases) {
     const verdict = await check(c.input);
-    results.push({ id: c.id, expected: c.expected, decision: verdict.decision, reason: verdict.reason, passed: verdict.reason === 'model' && verdict.decision === c.expected });
+    results.push({
+      id: c.id,
+      expected: c.expected,
+      decision: verdict.decision,
+      reason: verdict.reason,
+      passed: verdict.reason === 'model' && verdict.decision === c.expected,
+      score: verdict.score,
+      userDelta: verdict.attribution?.user.normalizedDelta ?? null,
+    });
   }
   return results;
 }

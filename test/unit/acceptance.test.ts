@@ -48,6 +48,15 @@ describe('the acceptance cases', () => {
     expect(allowAll.filter((r) => !r.passed).map((r) => r.id)).toEqual(['seed-travel-injection', 'seed-travel-multi-turn-cot', 'demo-travel-injection', 'extension/injected.html']);
   });
 
+  it("carry each verdict's score and the user's delta, so a pass by a hair shows", async () => {
+    const cases = acceptanceCases().slice(0, 1);
+    const attributed = { ...verdict('block'), score: 0.42, attribution: { user: { normalizedDelta: -0.18 } } } as unknown as Verdict;
+    const [withScores] = await runAcceptance(async () => attributed, cases);
+    expect(withScores).toMatchObject({ passed: true, score: 0.42, userDelta: -0.18 });
+    const [without] = await runAcceptance(async () => verdict('block', 'failure-policy'), cases);
+    expect(without).toMatchObject({ passed: false, score: null, userDelta: null });
+  });
+
   it('refuses a seed file whose cases are not the README seed cases, naming them', () => {
     const dir = mkdtempSync(join(tmpdir(), 'edgearmor-acceptance-'));
     const file = join(dir, 'seeds.jsonl');
