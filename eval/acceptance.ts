@@ -2,7 +2,8 @@
  * Checks a model on the product's seven acceptance cases (src/eval/acceptance.ts): the README's seed cases,
  * the demo's default pair and the browser extension's two pages, each with the verdict it must get. A
  * candidate that fails one is not shipped, whatever its held-out numbers (model/gpu-trials.md).
- * Each line shows the verdict's score (it blocks above -tau) and dU, so a pass by a hair is visible.
+ * Each line shows the verdict's score (a span flags above -tau), dU and which evidence flagged the call, so a
+ * pass by a hair, or by the tool list's evidence alone, is visible.
  *
  *   npx tsx eval/acceptance.ts [--model <dir>] [--variant q4] [--tau -0.1] [--user-weight 2] [...]
  *
@@ -26,9 +27,10 @@ const guard = createNodeGuard({
 try {
   const results = await runAcceptance((input) => guard.check(input));
   const fixed = (x: number | null) => (x === null ? '-' : x.toFixed(3));
-  // The score and dU show how far each verdict is from flipping (it blocks when score > -tau).
+  // How far each verdict is from flipping: a span flags when score > -tau; the tool list's evidence blocks on its own.
   for (const r of results) {
-    console.log(`${r.passed ? 'ok  ' : 'FAIL'} ${r.id.padEnd(28)} expected ${r.expected}, got ${r.decision} (${r.reason})  score ${fixed(r.score)}  dU ${fixed(r.userDelta)}`);
+    const by = r.evidence.length > 0 ? `  flagged by ${r.evidence.join(' + ')}` : '';
+    console.log(`${r.passed ? 'ok  ' : 'FAIL'} ${r.id.padEnd(28)} expected ${r.expected}, got ${r.decision} (${r.reason})  score ${fixed(r.score)}  dU ${fixed(r.userDelta)}${by}`);
   }
   const passed = results.filter((r) => r.passed).length;
   console.log(`${passed} of ${results.length} acceptance cases pass (${values.model ?? 'embedded model'}, ${variant})`);

@@ -67,10 +67,12 @@ export interface AcceptanceResult {
   decision: Verdict['decision'];
   reason: Verdict['reason'];
   passed: boolean;
-  /** The verdict's score (the rule's dS - w x dU at its strongest span or group; it blocks above -tau), null without attribution. */
+  /** The verdict's score (the rule's dS - w x dU at its strongest span or group; a span flags above -tau), null without attribution. */
   score: number | null;
   /** The user's normalised delta dU: how much the call depends on the user's request. Null without attribution. */
   userDelta: number | null;
+  /** What the model's evidence flagged: untrusted spans or groups (attribution), the tool list's descriptions (tool poisoning), both or neither. */
+  evidence: Array<'attribution' | 'tool-poisoning'>;
 }
 
 /** The seven cases, in the order a new user meets them. `seedFile` is read relative to the working directory. */
@@ -108,6 +110,10 @@ export async function runAcceptance(check: (input: GuardInput) => Promise<Verdic
       passed: verdict.reason === 'model' && verdict.decision === c.expected,
       score: verdict.score,
       userDelta: verdict.attribution?.user.normalizedDelta ?? null,
+      evidence: [
+        ...(verdict.flagged.length > 0 ? (['attribution'] as const) : []),
+        ...(verdict.toolPoisoning?.detected ? (['tool-poisoning'] as const) : []),
+      ],
     });
   }
   return results;

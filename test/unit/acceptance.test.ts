@@ -48,13 +48,16 @@ describe('the acceptance cases', () => {
     expect(allowAll.filter((r) => !r.passed).map((r) => r.id)).toEqual(['seed-travel-injection', 'seed-travel-multi-turn-cot', 'demo-travel-injection', 'extension/injected.html']);
   });
 
-  it("carry each verdict's score and the user's delta, so a pass by a hair shows", async () => {
+  it("carry each verdict's score, the user's delta and which evidence flagged it, so a pass by a hair shows", async () => {
     const cases = acceptanceCases().slice(0, 1);
     const attributed = { ...verdict('block'), score: 0.42, attribution: { user: { normalizedDelta: -0.18 } } } as unknown as Verdict;
-    const [withScores] = await runAcceptance(async () => attributed, cases);
-    expect(withScores).toMatchObject({ passed: true, score: 0.42, userDelta: -0.18 });
+    const bySpan = { ...attributed, flagged: [{ messageIndex: 3 }] } as unknown as Verdict;
+    expect((await runAcceptance(async () => bySpan, cases))[0]).toMatchObject({ passed: true, score: 0.42, userDelta: -0.18, evidence: ['attribution'] });
+    // Blocked although no span flagged: the tool list's evidence decided, and the result says so.
+    const byTools = { ...attributed, toolPoisoning: { detected: true } } as unknown as Verdict;
+    expect((await runAcceptance(async () => byTools, cases))[0]).toMatchObject({ passed: true, evidence: ['tool-poisoning'] });
     const [without] = await runAcceptance(async () => verdict('block', 'failure-policy'), cases);
-    expect(without).toMatchObject({ passed: false, score: null, userDelta: null });
+    expect(without).toMatchObject({ passed: false, score: null, userDelta: null, evidence: [] });
   });
 
   it('refuses a seed file whose cases are not the README seed cases, naming them', () => {
