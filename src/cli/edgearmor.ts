@@ -18,6 +18,7 @@ import { explainVerdict, verdictTable } from './report.js';
 
 const USAGE = `usage: edgearmor check <cases.json|cases.jsonl> [options]
        edgearmor eval <cases.jsonl> [...] [options]   (see edgearmor eval --help)
+       edgearmor adapt <traffic.jsonl> --out <dir> [options]   (see edgearmor adapt --help)
 
 Checks each guard case ({messages, action, tools?, untrusted_tools?, trusted_tools?}) with the
 embedded proxy model and prints the verdict with its log-probs and normalised deltas.
@@ -259,13 +260,17 @@ export async function main(argv: string[]): Promise<void> {
         const { evalCommand } = await import('./eval-command.js');
         return await evalCommand(rest);
       }
+      case 'adapt': {
+        const { adaptCommand } = await import('./adapt.js');
+        return await adaptCommand(rest);
+      }
       case undefined:
       case '-h':
       case '--help':
         process.stdout.write(`${USAGE}\n`);
         return;
       default:
-        fail(`unknown command "${command}"; allowed: check, eval, serve-proxy, manifest`);
+        fail(`unknown command "${command}"; allowed: check, eval, adapt, serve-proxy, manifest`);
     }
   } catch (e) {
     if (e instanceof EdgeArmorError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) fail((e as Error).message);

@@ -102,6 +102,18 @@ function toMessage(raw: ParsedGuardCase['messages'][number], i: number): Message
   return message;
 }
 
+const MessagesSchema = boundedArray(MessageSchema, MAX_MESSAGES, 'an array of messages');
+
+/**
+ * Validates a whole conversation's messages (the guard's shape, as in a case's `messages`) without an
+ * action: the traffic `edgearmor adapt` learns from. Same checks per message as a guard case.
+ */
+export function parseGuardMessages(value: unknown, where = 'messages'): Message[] {
+  const messages = parseInput(MessagesSchema, value, where).map(toMessage);
+  requireSpanLimit(messages.filter((m) => m.role === 'tool').length);
+  return messages;
+}
+
 /** Validates an unknown value as a guard case (the dev.jsonl shape; extra fields are ignored) and returns a clean copy; every problem is an InvalidInputError naming the field. */
 export function parseGuardInput(value: unknown): GuardInput {
   const parsed: ParsedGuardCase = parseInput(GuardCaseSchema, value, 'input');

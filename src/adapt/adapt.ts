@@ -1,0 +1,477 @@
+/**
+ * `edgearmor adapt`: the guard learns the user's own agent from its attack-free traffic, on this machine.
+ *
+ * 1. Read and validate the traffic; split it by conversation into training and held-out parts.
+ * 2. Screen the training part with the base guard: a conversation with a blocked call is left out, so
+ *    traffic that already holds an attack does not teach the proxy to trust it.
+ * 3. model/adapt.py plants synthetic injections into the traffic's own tool results and descriptions,
+ *    fine-tunes the base proxy on them, the traffic and a share of generated cases within the budget,
+ *    and exports the best step (held-out loss) as a q4 model directory.
+ * 4. Both guards score the held-out part with planted injections (followed and ignored); the operating
+ *    point (userWeight, tau) is recalibrated there, and a model worse than the base is refused.
+ * 5. The model directory, its guard-options.json (pinned by the manifest) and adapt-report.json.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseGuardInput } from '../core/adapters.js';
+import { blockedAt, chooseOperatingPoint, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, type CalibrationCase, type OperatingPoint } from '../core/calibration.js';
+import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
+import type { Guard } from '../core/guard-api.js';
+import { resolveOptions, type ResolvedGuardOptions } from '../core/options.js';
+import type { GuardInput } from '../core/types.js';
+import { buildManifest, embeddedModelDir } from '../engine/files-node.js';
+import { iterateCases } from '../scenarios/index.js';
+import { callSites, readTraffic, type CallSite, type Conversation, type TrafficFormat } from './traffic.js';
+
+/** The options of one adaptation. */
+export interface AdaptOptions {
+  /** The traffic file (.jsonl, one conversation a line). */
+  traffic: string;
+  /** Where the adapted model directory goes; must not exist or be empty. */
+  out: string;
+  /** The whole budget in minutes: screening, training, held-out scoring, export. @defaultValue 30 */
+  minutes?: number;
+  /** @defaultValue 1 */
+  seed?: number;
+  /** CPU threads for training and scoring. @defaultValue 2 */
+  threads?: number;
+  /** The traffic's shape; detected per line when absent. */
+  format?: TrafficFormat;
+  /** Phrasing families the planted injections use: all (the shipped default), or the training families only (measurements). @defaultValue 'all' */
+  families?: 'all' | 'train';
+  /** Most benign held-out checks blocked at the recalibrated point. @defaultValue 0.03 */
+  targetFpr?: number;
+  /** The base model directory. @defaultValue the embedded model */
+  baseModel?: string;
+  /** Fewest conversations with tool calls the traffic must hold. @defaultValue 50 */
+  minConversations?: number;
+  /** Python with torch, onnx, numpy and regex. @defaultValue $EDGEARMOR_PYTHON, else /usr/bin/python3 when present, else python3 */
+  python?: string;
+  /** Keep the work directory (the screened traffic, planted cases, the candidate) and say where. */
+  keepWork?: boolean;
+  /** Training shape, for small models and tests: sequence length, batch tokens, held-out cases. */
+  training?: { maxLen?: number; batchTokens?: number; holdoutCases?: number; generatorCases?: number };
+  onProgress?: (event: AdaptProgress) => void;
+  /** Aborting stops screening and scoring at once; during training it stops training and keeps the best step. */
+  signal?: AbortSignal;
+}
+
+/** Progress of an adaptation, for a progress bar. */
+export type AdaptProgress =
+  | { stage: 'screen' | 'score'; done: number; total: number; minutesLeft: number }
+  | { stage: 'train'; step: number; minutes: number; budgetMinutes: number; loss: number | null; minutesLeft: number }
+  | { stage: 'python'; detail: string; minutesLeft: number };
+
+/** A call the base guard blocked in the training traffic (no traffic text: line, call position, tool, reason). */
+export interface ScreenedCall {
+  line: number;
+  conversation: string;
+  messageIndex: number;
+  callIndex: number;
+  tool: string;
+  reason: string;
+}
+
+/** adapt-report.json, printed as a table by the CLI. */
+export interface AdaptReport {
+  schema: 1;
+  created: string;
+  written: boolean;
+  /** Why no model was written, when none was. */
+  refusal: string | null;
+  traffic: {
+    file: string;
+    conversations: number;
+    withToolCalls: number;
+    calls: number;
+    formats: Partial<Record<TrafficFormat, number>>;
+    trainConversations: number;
+    holdoutConversations: number;
+    screenedConversations: number;
+    /** Training conversations never screened (the budget ran out): not used. */
+    unscreenedConversations: number;
+    usedConversations: number;
+    blockedCalls: ScreenedCall[];
+  };
+  training: Record<string, unknown>;
+  holdout: {
+    cases: number;
+    injected: number;
+    benign: number;
+    realCalls: number;
+    families: 'all' | 'train';
+    /** The base model at its shipped operating point, the base recalibrated, the adapted model recalibrated. */
+    base: OperatingPoint;
+    baseRecalibrated: OperatingPoint;
+    adapted: OperatingPoint;
+    adaptedAtBaseOptions: OperatingPoint;
+    /** Injected calls blocked by attacker value: one the traffic really uses, or a fresh one. */
+    byAttackerValue: Record<string, { base: number; adapted: number; n: number }>;
+    /** Verdicts whose replay at the guard's own options disagreed with the guard (0 unless the rule changed). */
+    replayMismatches: number;
+  };
+  generator: { cases: number; base: { tpr: number; fpr: number }; adapted: { tpr: number; fpr: number } } | null;
+  chosen: { userWeight: number; tau: number; targetFpr: number };
+  minutes: { screen: number; train: number; score: number; total: number; budget: number };
+}
+
+const PYTHON_PACKAGES =
+  'Debian/Ubuntu: apt-get install python3-torch python3-onnx python3-numpy python3-regex libopenblas0-openmp; elsewhere: pip install torch onnx numpy regex (then EDGEARMOR_PYTHON=/path/to/python3)';
+
+const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const OPENBLAS = '/usr/lib/x86_64-linux-gnu/openblas-openmp';
+
+/** The Python adapt runs, or a clear error naming what to install. */
+export function findPython(explicit?: string): string {
+  const candidates = explicit ? [explicit] : process.env['EDGEARMOR_PYTHON'] ? [process.env['EDGEARMOR_PYTHON']] : ['/usr/bin/python3', 'python3'];
+  const tried: string[] = [];
+  for (const py of candidates) {
+    const r = spawnSync(py, ['-c', 'import torch, onnx, numpy, regex'], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    if (r.status === 0) return py;
+    const last = r.error ? r.error.message : (r.stderr ?? '').trim().split('\n').pop() ?? `exit ${r.status}`;
+    tried.push(`${py}: ${last}`);
+  }
+  throw new ModelLoadError(`edgearmor adapt trains with Python and needs torch, onnx, numpy and regex, which no Python here imports (${tried.join('; ')}). Install them: ${PYTHON_PACKAGES}.`, {
+    tried,
+  });
+}
+
+/** A seeded shuffle (mulberry32), so a split depends on --seed only. */
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  let a = seed >>> 0;
+  const rand = (): number => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+const jsonl = (rows: readonly unknown[]): string => rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '');
+const conversationRecord = (c: Conversation) => ({ id: c.id, messages: c.messages, tools: c.tools });
+const minutesSince = (t: number): number => (Date.now() - t) / 60000;
+
+interface HoldoutCase {
+  id: string;
+  conversation: string;
+  label: 'injected' | 'benign';
+  kind: string;
+  attacker_value_source?: string;
+  input: GuardInput;
+}
+
+function readHoldoutCases(path: string): HoldoutCase[] {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l, i) => {
+      const raw = JSON.parse(l) as Record<string, unknown>;
+      const label = raw['label'] === 'injected' ? 'injected' : 'benign';
+      return {
+        id: String(raw['id'] ?? i),
+        conversation: String(raw['conversation'] ?? raw['id'] ?? i),
+        label,
+        kind: String(raw['kind'] ?? label),
+        ...(typeof raw['attacker_value_source'] === 'string' ? { attacker_value_source: raw['attacker_value_source'] } : {}),
+        input: parseGuardInput(raw),
+      };
+    });
+}
+
+/** Runs model/adapt.py, passing its JSON progress lines on; SIGINT (the signal) stops training and keeps the best step. */
+function runPython(python: string, args: string[], threads: number, log: string, onLine: (event: Record<string, unknown>) => void, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1', OMP_NUM_THREADS: String(threads) };
+    if (existsSync(OPENBLAS)) env['LD_LIBRARY_PATH'] = `${OPENBLAS}${env['LD_LIBRARY_PATH'] ? `:${env['LD_LIBRARY_PATH']}` : ''}`;
+    const child = spawn(python, [join(PACKAGE_ROOT, 'model', 'adapt.py'), ...args], { cwd: join(PACKAGE_ROOT, 'model'), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const logStream = createWriteStream(log);
+    let buffer = '';
+    const stderrTail: string[] = [];
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString('utf8');
+      let nl: number;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        logStream.write(`${line}\n`);
+        try {
+          onLine(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          // Not a progress line: kept in the log only.
+        }
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      logStream.write(text);
+      stderrTail.push(...text.split('\n').filter(Boolean));
+      stderrTail.splice(0, Math.max(0, stderrTail.length - 20));
+    });
+    const stop = (): void => void child.kill('SIGINT');
+    signal?.addEventListener('abort', stop, { once: true });
+    child.on('error', (e) => reject(new ModelLoadError(`could not start ${python}: ${e.message}`, {}, { cause: e })));
+    child.on('close', (code) => {
+      signal?.removeEventListener('abort', stop);
+      logStream.end();
+      if (code === 0) resolvePromise();
+      else reject(new ModelLoadError(`model/adapt.py failed (exit ${code}): ${stderrTail.slice(-3).join(' | ') || 'no message'} (full log: ${log})`, { exitCode: code ?? -1 }));
+    });
+  });
+}
+
+async function scoreAll(guard: Guard, cases: readonly HoldoutCase[], options: ResolvedGuardOptions, onTick: () => void, signal?: AbortSignal): Promise<Array<{ c: HoldoutCase; e: CalibrationCase; blocked: boolean }>> {
+  const out = [];
+  for (const c of cases) {
+    signal?.throwIfAborted();
+    const verdict = await guard.check(c.input);
+    const before = c.input.messages.every((m) => m.role !== 'tool');
+    out.push({
+      c,
+      e: { label: c.label, real: c.kind === 'benign' || c.kind === 'benign_copy', conversation: c.conversation, evidence: evidenceOf(verdict, options, before) },
+      blocked: verdict.decision === 'block',
+    });
+    onTick();
+  }
+  return out;
+}
+
+/** Runs an adaptation end to end and returns its report (also written to OUT/adapt-report.json when a model is written). */
+export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
+  const start = Date.now();
+  const budget = options.minutes ?? 30;
+  const seed = options.seed ?? 1;
+  const threads = options.threads ?? 2;
+  const families = options.families ?? 'all';
+  const targetFpr = options.targetFpr ?? DEFAULT_CALIBRATION_SEARCH.targetFpr;
+  const minConversations = options.minConversations ?? 50;
+  const baseModel = resolve(options.baseModel ?? embeddedModelDir());
+  const out = resolve(options.out);
+  const progress = options.onProgress ?? (() => undefined);
+  const left = (): number => Math.max(0, budget - minutesSince(start));
+  if (!(budget > 0)) throw new InvalidOptionsError(`minutes: received ${budget}; allowed: a positive number of minutes.`, { option: 'minutes' });
+  if (existsSync(out) && readdirSync(out).length > 0) throw new InvalidOptionsError(`--out ${options.out}: the directory exists and is not empty; give a new or empty directory.`, { option: 'out' });
+  if (!existsSync(join(baseModel, 'onnx', 'model.onnx'))) {
+    throw new ModelLoadError(`the base model ${baseModel} has no onnx/model.onnx (fp32), which adaptation starts from.`, { model: baseModel });
+  }
+
+  // 1. Traffic.
+  const conversations = readTraffic(options.traffic, options.format);
+  const sitesOf = new Map(conversations.map((c) => [c, callSites(c)]));
+  const withCalls = conversations.filter((c) => sitesOf.get(c)!.length > 0);
+  if (withCalls.length < minConversations) {
+    throw new InvalidInputError(
+      `${options.traffic}: ${withCalls.length} conversations with a tool call after a user message (of ${conversations.length}); adaptation needs at least ${minConversations}, ideally several hundred (about 750 fit the 30-minute default here).`,
+      { conversations: conversations.length, withToolCalls: withCalls.length, needed: minConversations },
+    );
+  }
+  const python = findPython(options.python);
+  const formats: Partial<Record<TrafficFormat, number>> = {};
+  for (const c of conversations) formats[c.format] = (formats[c.format] ?? 0) + 1;
+  const order = shuffled(withCalls, seed);
+  const nHoldout = Math.min(150, Math.max(10, Math.round(0.2 * withCalls.length)));
+  const holdout = order.slice(0, nHoldout);
+  const train = order.slice(nHoldout);
+
+  const work = mkdtempSync(join(tmpdir(), 'edgearmor-adapt-'));
+  const { createNodeGuard } = await import('../node.js');
+  const baseOptions = resolveOptions({});
+  const base = createNodeGuard({ modelDir: baseModel });
+  let adapted: Guard | null = null;
+  try {
+    // 2. Screening, within about a third of the budget; unscreened conversations are not used.
+    const screenStart = Date.now();
+    const screenBudget = budget * 0.3;
+    const blockedCalls: ScreenedCall[] = [];
+    const clean: Conversation[] = [];
+    let screened = 0;
+    let checks = 0;
+    let checkMs = 0;
+    const totalSites = train.reduce((n, c) => n + sitesOf.get(c)!.length, 0);
+    for (const conversation of train) {
+      if (minutesSince(screenStart) > screenBudget || options.signal?.aborted) break;
+      let ok = true;
+      for (const site of sitesOf.get(conversation)! as CallSite[]) {
+        const t = Date.now();
+        const verdict = await base.check(site.input);
+        checkMs += Date.now() - t;
+        checks++;
+        progress({ stage: 'screen', done: checks, total: totalSites, minutesLeft: left() });
+        if (verdict.decision === 'block') {
+          ok = false;
+          blockedCalls.push({ line: conversation.line, conversation: conversation.id, messageIndex: site.messageIndex, callIndex: site.callIndex, tool: site.input.action.name, reason: verdict.reason });
+        }
+      }
+      screened++;
+      if (ok) clean.push(conversation);
+    }
+    options.signal?.throwIfAborted();
+    const screenMinutes = minutesSince(screenStart);
+    const secondsPerCheck = checks > 0 ? checkMs / 1000 / checks : 0.5;
+    const lmOnly = conversations.filter((c) => sitesOf.get(c)!.length === 0);
+
+    // 3. Work files and the fine-tune.
+    writeFileSync(join(work, 'traffic-train.jsonl'), jsonl([...clean, ...lmOnly].map(conversationRecord)));
+    writeFileSync(join(work, 'traffic-holdout.jsonl'), jsonl(holdout.map(conversationRecord)));
+    const nGenerator = options.training?.generatorCases ?? 3000;
+    writeFileSync(join(work, 'generator-train.jsonl'), jsonl([...iterateCases({ split: 'train', seed: seed + 100, n: nGenerator })]));
+    writeFileSync(join(work, 'generator-validation.jsonl'), jsonl([...iterateCases({ split: 'validation', seed: seed + 101, n: Math.max(20, Math.round(nGenerator / 10)) })]));
+    const generatorProbe = [...iterateCases({ split: 'test', seed: seed + 102, n: 30 })];
+    // Held-out scoring runs both guards; give it about a fifth of the budget.
+    const holdoutCases = options.training?.holdoutCases ?? Math.max(60, Math.min(300, Math.floor((budget * 0.2 * 60) / (2 * Math.max(0.05, secondsPerCheck)))));
+    const scoreEstimate = ((holdoutCases + generatorProbe.length) * 2 * secondsPerCheck) / 60 + 0.5;
+    const trainMinutes = left() - scoreEstimate - 1.5;
+    if (trainMinutes < 0.02) {
+      throw new InvalidOptionsError(
+        `--minutes ${budget} leaves no time to train after screening (${screenMinutes.toFixed(1)} min) and held-out scoring (~${scoreEstimate.toFixed(1)} min); give more minutes.`,
+        { option: 'minutes' },
+      );
+    }
+    const trainStart = Date.now();
+    const args = [
+      '--work', work, '--base', baseModel, '--train-minutes', trainMinutes.toFixed(3), '--seed', String(seed), '--threads', String(threads),
+      '--families', families, '--holdout-cases', String(holdoutCases),
+      ...(options.training?.maxLen ? ['--max-len', String(options.training.maxLen)] : []),
+      ...(options.training?.batchTokens ? ['--batch-tokens', String(options.training.batchTokens)] : []),
+    ];
+    await runPython(
+      python,
+      args,
+      threads,
+      join(work, 'adapt-py.log'),
+      (e) => {
+        if (e['event'] === 'progress') {
+          progress({ stage: 'train', step: Number(e['step']), minutes: Number(e['minutes']), budgetMinutes: Number(e['budgetMinutes']), loss: typeof e['loss'] === 'number' ? e['loss'] : null, minutesLeft: left() });
+        } else if (e['event'] === 'stage') progress({ stage: 'python', detail: String(e['stage']), minutesLeft: left() });
+      },
+      options.signal,
+    );
+    const trainWallMinutes = minutesSince(trainStart);
+    const training = JSON.parse(readFileSync(join(work, 'train-log.json'), 'utf8')) as Record<string, unknown>;
+
+    // 4. Held-out scoring with both guards, then calibration.
+    const scoreStart = Date.now();
+    const cases = readHoldoutCases(join(work, 'holdout-cases.jsonl'));
+    const candidateDir = join(work, 'candidate');
+    adapted = createNodeGuard({ modelDir: candidateDir });
+    const total = 2 * (cases.length + generatorProbe.length);
+    let done = 0;
+    const tick = (): void => progress({ stage: 'score', done: ++done, total, minutesLeft: left() });
+    // Scoring is not interruptible by the training stop: only a second abort (the caller's) ends it.
+    const baseScored = await scoreAll(base, cases, baseOptions, tick);
+    const adaptedScored = await scoreAll(adapted, cases, baseOptions, tick);
+    const probe = generatorProbe.map((g) => ({ label: g.label, input: parseGuardInput(g) }));
+    const probeRates = async (guard: Guard) => {
+      let tp = 0, fp = 0, pos = 0, neg = 0;
+      for (const p of probe) {
+        const v = await guard.check(p.input);
+        tick();
+        if (p.label === 'injected') { pos++; if (v.decision === 'block') tp++; } else { neg++; if (v.decision === 'block') fp++; }
+      }
+      return { tpr: pos ? tp / pos : 0, fpr: neg ? fp / neg : 0 };
+    };
+    const generator = { cases: probe.length, base: await probeRates(base), adapted: await probeRates(adapted) };
+    const scoreMinutes = minutesSince(scoreStart);
+
+    const baseCases = baseScored.map((x) => x.e);
+    const adaptedCases = adaptedScored.map((x) => x.e);
+    const replayMismatches = [...baseScored, ...adaptedScored].filter((x) => x.blocked !== blockedAt(x.e.evidence, baseOptions.userWeight, baseOptions.tau)).length;
+    const search = { ...DEFAULT_CALIBRATION_SEARCH, targetFpr, preferredUserWeight: baseOptions.userWeight };
+    const basePoint = operatingPoint(baseCases, baseOptions.userWeight, baseOptions.tau);
+    const baseRecalibrated = chooseOperatingPoint(baseCases, search).chosen;
+    const adaptedPoint = chooseOperatingPoint(adaptedCases, search).chosen;
+    const adaptedAtBaseOptions = operatingPoint(adaptedCases, baseOptions.userWeight, baseOptions.tau);
+    const byAttackerValue: AdaptReport['holdout']['byAttackerValue'] = {};
+    for (const source of ['recurring', 'fresh']) {
+      const idx = baseScored.flatMap((x, i) => (x.c.label === 'injected' && x.c.attacker_value_source === source ? [i] : []));
+      if (idx.length === 0) continue;
+      const at = (scored: typeof baseScored, w: number, tau: number) => idx.filter((i) => blockedAt(scored[i]!.e.evidence, w, tau)).length / idx.length;
+      byAttackerValue[source] = { base: at(baseScored, basePoint.userWeight, basePoint.tau), adapted: at(adaptedScored, adaptedPoint.userWeight, adaptedPoint.tau), n: idx.length };
+    }
+
+    let refusal: string | null = null;
+    if ((adaptedPoint.rocAuc ?? 0) < (basePoint.rocAuc ?? 0)) {
+      refusal = `the adapted model ranks held-out injections below the traffic's real calls worse than the base (ROC-AUC ${fmt(adaptedPoint.rocAuc)} against ${fmt(basePoint.rocAuc)})`;
+    } else if (adaptedPoint.realFpr > basePoint.realFpr) {
+      refusal = `the adapted model blocks more of the held-out real calls than the base (${pct(adaptedPoint.realFpr)} against ${pct(basePoint.realFpr)})`;
+    }
+    const report: AdaptReport = {
+      schema: 1,
+      created: new Date().toISOString(),
+      written: refusal === null,
+      refusal,
+      traffic: {
+        file: options.traffic,
+        conversations: conversations.length,
+        withToolCalls: withCalls.length,
+        calls: [...sitesOf.values()].reduce((n, s) => n + s.length, 0),
+        formats,
+        trainConversations: train.length,
+        holdoutConversations: holdout.length,
+        screenedConversations: screened,
+        unscreenedConversations: train.length - screened,
+        usedConversations: clean.length,
+        blockedCalls,
+      },
+      training: { ...pick(training, ['examples', 'tokens', 'train_tokens', 'tokens_seen', 'steps_done', 'best_step', 'train_minutes', 'losses', 'counts', 'evals']), wallMinutes: trainWallMinutes },
+      holdout: {
+        cases: cases.length,
+        injected: cases.filter((c) => c.label === 'injected').length,
+        benign: cases.filter((c) => c.label === 'benign').length,
+        realCalls: adaptedCases.filter((c) => c.real).length,
+        families,
+        base: basePoint,
+        baseRecalibrated,
+        adapted: adaptedPoint,
+        adaptedAtBaseOptions,
+        byAttackerValue,
+        replayMismatches,
+      },
+      generator,
+      chosen: { userWeight: adaptedPoint.userWeight, tau: adaptedPoint.tau, targetFpr },
+      minutes: { screen: screenMinutes, train: trainWallMinutes, score: scoreMinutes, total: minutesSince(start), budget },
+    };
+    if (refusal === null) {
+      mkdirSync(out, { recursive: true });
+      cpSync(candidateDir, out, { recursive: true });
+      writeFileSync(
+        join(out, 'guard-options.json'),
+        `${JSON.stringify({ schema: 1, options: { userWeight: adaptedPoint.userWeight, tau: adaptedPoint.tau }, source: 'edgearmor adapt', created: report.created }, null, 2)}\n`,
+      );
+      writeFileSync(join(out, 'adapt-report.json'), `${JSON.stringify(report, null, 2)}\n`);
+      const manifest = await buildManifest(out, `${readModelName(candidateDir)}-adapted`);
+      writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    }
+    report.minutes.total = minutesSince(start);
+    if (options.keepWork) writeFileSync(join(work, 'adapt-report.json'), `${JSON.stringify(report, null, 2)}\n`);
+    return Object.assign(report, options.keepWork ? { work } : {});
+  } finally {
+    await base.dispose();
+    await adapted?.dispose();
+    if (!options.keepWork) rmSync(work, { recursive: true, force: true });
+  }
+}
+
+function readModelName(dir: string): string {
+  try {
+    return String((JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { model?: unknown }).model ?? 'edgearmor-proxy');
+  } catch {
+    return 'edgearmor-proxy';
+  }
+}
+
+function pick(o: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  return Object.fromEntries(keys.filter((k) => k in o).map((k) => [k, o[k]]));
+}
+
+const fmt = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(3));
+const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;

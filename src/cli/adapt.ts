@@ -1,0 +1,160 @@
+/** `edgearmor adapt TRAFFIC.jsonl --out DIR`: the guard learns the user's own agent (src/adapt/adapt.ts). */
+import { parseArgs } from 'node:util';
+import type { AdaptProgress, AdaptReport } from '../adapt/adapt.js';
+import { TRAFFIC_FORMATS, type TrafficFormat } from '../adapt/traffic.js';
+import type { OperatingPoint } from '../core/calibration.js';
+import { fail } from './flags.js';
+
+export const ADAPT_USAGE = `usage: edgearmor adapt <traffic.jsonl> --out <dir> [options]
+
+Fine-tunes the embedded proxy on your own agent's past conversations (no labels, no attacks needed)
+and recalibrates the guard's operating point for it, on this machine. One conversation a line, with
+its tool calls and tool results: the guard's {messages, tools?}, OpenAI {messages, tools} (tool_calls,
+tool_call_id), Anthropic {system?, messages, tools} (tool_use / tool_result blocks) or an MCP
+transcript {messages?, toolsList, exchanges: [{request, response}]}. At least 50 conversations with
+tool calls; about 750 fit the default budget here. Needs Python with torch, onnx, numpy and regex.
+
+options:
+  --out <dir>                the adapted model directory (new or empty); check --model <dir> loads it
+  --minutes <N>              the whole budget: screening, training, held-out scoring, export (default 30)
+  --seed <S>                 split, planted injections and training order (default 1)
+  --threads <N>              CPU threads for training (default 2)
+  --format <${TRAFFIC_FORMATS.join('|')}>   the traffic's shape (default: detected per line)
+  --target-fpr <F>           most held-out benign checks blocked at the recalibrated point (default 0.03)
+  --families <all|train>     phrasing families of the planted injections (default all; train: measurements)
+  --min-conversations <N>    refuse traffic with fewer conversations with tool calls (default 50)
+  --base-model <dir>         start from this model directory (default: the embedded model)
+  --keep-work                keep the work directory (screened traffic, planted cases, logs) and print it
+  --json                     print adapt-report.json's object on stdout instead of the table
+  -h, --help
+
+Ctrl-C once stops training and keeps the best step (scoring and calibration still run); twice aborts.
+Exit codes: 0 a model was written; 1 the adapted model was worse than the base on the held-out traffic
+(nothing written; the report says why); 2 bad input or a missing dependency.`;
+
+function number(flag: string, value: string | undefined, fallback: number, min: number, integer = false): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) {
+    fail(`${flag}: received "${value}"; allowed: ${integer ? 'an integer' : 'a number'} of at least ${min}`);
+  }
+  return n;
+}
+
+const pct = (x: number): string => `${(100 * x).toFixed(1)}%`.padStart(7);
+
+function pointRow(name: string, p: OperatingPoint): string {
+  const label = `${name} (w ${p.userWeight}, tau ${p.tau})`;
+  return `  ${label.padEnd(40)} ${pct(p.tpr)}         ${pct(p.fpr)}        ${pct(p.realFpr)}          ${pct(p.conversationFpr)}        ${p.rocAuc === null ? '  n/a' : p.rocAuc.toFixed(3)}`;
+}
+
+/** The report as the table the command prints. */
+export function reportTable(r: AdaptReport, out: string): string {
+  const t = r.traffic;
+  const formats = Object.entries(t.formats).map(([k, n]) => `${k} ${n}`).join(', ');
+  const h = r.holdout;
+  const training = r.training as { steps_done?: number; best_step?: number; tokens_seen?: number };
+  const lines = [
+    `traffic: ${t.conversations} conversations (${formats}), ${t.withToolCalls} with tool calls, ${t.calls} calls; ${t.holdoutConversations} held out, ${t.trainConversations} for training`,
+    `screened with the base guard: ${t.screenedConversations} conversations, ${t.blockedCalls.length} calls blocked, so ${t.screenedConversations - t.usedConversations} conversations left out; ${t.unscreenedConversations} not screened in the budget (not used); ${t.usedConversations} used`,
+    ...t.blockedCalls.slice(0, 10).map((b) => `  left out: line ${b.line} (${b.conversation}), message ${b.messageIndex} call ${b.callIndex} -> ${b.tool}: ${b.reason}`),
+    `training: ${r.minutes.train.toFixed(1)} min, ${training.steps_done ?? '?'} steps, ${training.tokens_seen ?? '?'} tokens, best step ${training.best_step ?? '?'} by held-out loss`,
+    `held-out traffic: ${h.cases} checks (${h.injected} planted injections followed, ${h.benign} benign: ${h.realCalls} real calls and ${h.benign - h.realCalls} ignored injections), families ${h.families}`,
+    `  ${''.padEnd(40)} injected blocked  benign blocked  real calls blocked  conversations  ROC-AUC`,
+    pointRow('base', h.base),
+    pointRow('base recalibrated', h.baseRecalibrated),
+    pointRow('adapted at the base options', h.adaptedAtBaseOptions),
+    pointRow('adapted recalibrated', h.adapted),
+    ...Object.entries(h.byAttackerValue).map(([k, v]) => `  injections with a ${k} attacker value (${v.n}): base ${pct(v.base).trim()}, adapted ${pct(v.adapted).trim()} blocked`),
+    ...(r.generator ? [`generator test probe (${r.generator.cases} cases, forgetting check): TPR/FPR base ${pct(r.generator.base.tpr).trim()}/${pct(r.generator.base.fpr).trim()}, adapted ${pct(r.generator.adapted.tpr).trim()}/${pct(r.generator.adapted.fpr).trim()}`] : []),
+    `minutes: screening ${r.minutes.screen.toFixed(1)}, training ${r.minutes.train.toFixed(1)}, scoring ${r.minutes.score.toFixed(1)}; ${r.minutes.total.toFixed(1)} of ${r.minutes.budget}`,
+    r.written
+      ? `wrote ${out}: q4 model, tokenizer, config, guard-options.json (userWeight ${r.chosen.userWeight}, tau ${r.chosen.tau}), adapt-report.json, manifest.json`
+      : `nothing written: ${r.refusal}`,
+  ];
+  return lines.join('\n');
+}
+
+function progressLine(e: AdaptProgress): string {
+  const left = `${e.minutesLeft.toFixed(1)} min left`;
+  if (e.stage === 'train') return `adapt: training step ${e.step}, ${e.minutes.toFixed(1)}/${e.budgetMinutes.toFixed(1)} min${e.loss === null ? '' : `, loss ${e.loss.toFixed(3)}`}; ${left}`;
+  if (e.stage === 'python') return `adapt: ${e.detail}; ${left}`;
+  return `adapt: ${e.stage === 'screen' ? 'screening' : 'scoring held-out'} ${e.done}/${e.total}; ${left}`;
+}
+
+export async function adaptCommand(args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      out: { type: 'string' },
+      minutes: { type: 'string' },
+      seed: { type: 'string' },
+      threads: { type: 'string' },
+      format: { type: 'string' },
+      'target-fpr': { type: 'string' },
+      families: { type: 'string' },
+      'min-conversations': { type: 'string' },
+      'base-model': { type: 'string' },
+      'keep-work': { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${ADAPT_USAGE}\n`);
+    return;
+  }
+  if (positionals.length !== 1) fail(`adapt: give exactly one traffic file (received ${positionals.length}); see edgearmor adapt --help`);
+  if (!values.out) fail('adapt: --out <dir> is required: the directory the adapted model goes to');
+  const format = values.format;
+  if (format !== undefined && !(TRAFFIC_FORMATS as readonly string[]).includes(format)) fail(`--format: received "${format}"; allowed: ${TRAFFIC_FORMATS.join(', ')}`);
+  const families = values.families ?? 'all';
+  if (families !== 'all' && families !== 'train') fail(`--families: received "${families}"; allowed: all, train`);
+  const targetFpr = number('--target-fpr', values['target-fpr'], 0.03, 0);
+  if (targetFpr >= 1) fail(`--target-fpr: received "${values['target-fpr']}"; allowed: a fraction below 1`);
+
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSigint = (): void => {
+    interrupts++;
+    if (interrupts > 1) process.exit(130);
+    process.stderr.write('\nadapt: stopping training and keeping the best step (Ctrl-C again aborts)\n');
+    controller.abort();
+  };
+  process.on('SIGINT', onSigint);
+  let lastProgress = 0;
+  const { adapt } = await import('../adapt/adapt.js');
+  try {
+    const report = await adapt({
+      traffic: positionals[0]!,
+      out: values.out,
+      minutes: number('--minutes', values.minutes, 30, 0.01),
+      seed: number('--seed', values.seed, 1, 0, true),
+      threads: number('--threads', values.threads, 2, 1, true),
+      ...(format ? { format: format as TrafficFormat } : {}),
+      families,
+      targetFpr,
+      minConversations: number('--min-conversations', values['min-conversations'], 50, 1, true),
+      ...(values['base-model'] ? { baseModel: values['base-model'] } : {}),
+      keepWork: values['keep-work'] ?? false,
+      signal: controller.signal,
+      onProgress: (e) => {
+        const now = Date.now();
+        if (now - lastProgress < 5000 && !(e.stage !== 'train' && e.stage !== 'python' && e.done === e.total)) return;
+        lastProgress = now;
+        process.stderr.write(`${progressLine(e)}\n`);
+      },
+    });
+    const work = (report as { work?: string }).work;
+    if (work) process.stderr.write(`adapt: work directory kept at ${work}\n`);
+    process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : `${reportTable(report, values.out)}\n`);
+    if (!report.written) process.exitCode = 1;
+  } catch (e) {
+    if (!controller.signal.aborted || (e as Error).name !== 'AbortError') throw e;
+    process.stderr.write('adapt: aborted before training; nothing written\n');
+    process.exitCode = 130;
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}
