@@ -11,7 +11,7 @@ import { withManifest, type FileReader } from './engine/model-files.js';
 import type { Backend } from './engine/ort-session.js';
 import { splitRuntimeOptions, type BackendPreference, type ModelRuntimeOptions } from './engine/runtime-options.js';
 
-export { buildManifest, defaultCacheDir, embeddedModelDir, type HubTreeEntry } from './engine/files-node.js';
+export { buildManifest, defaultCacheDir, embeddedModelDir, writeModelOptions, type HubTreeEntry } from './engine/files-node.js';
 export type { ModelManifest } from './engine/model-files.js';
 export { validateRemoteProxyOptions, type RemoteProxyOptions } from './engine/remote-proxy.js';
 export { startProxyServer, type ProxyServerOptions, type RunningProxyServer } from './engine/proxy-server.js';

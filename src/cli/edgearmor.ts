@@ -14,7 +14,7 @@ import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE, variantFlag, w
 import type { ToolPoisoningVerdict } from '../core/tool-poisoning.js';
 import type { Verdict } from '../core/verdict.js';
 import type { HubTreeEntry } from '../engine/files-node.js';
-import { explainVerdict, verdictTable } from './report.js';
+import { explainVerdict, modelOptionsLine, verdictTable } from './report.js';
 
 const USAGE = `usage: edgearmor check <cases.json|cases.jsonl> [options]
        edgearmor eval <cases.jsonl> [...] [options]   (see edgearmor eval --help)
@@ -161,7 +161,9 @@ async function check(args: string[]): Promise<void> {
   // The engine (onnxruntime, transformers.js) loads only after the input has been validated.
   const { createNodeGuard } = await import('../node.js');
   const guard = createNodeGuard({ ...options, ...(values.model ? { modelDir: values.model } : {}), modelVariant: variant, ...(remoteProxy ? { remoteProxy } : {}), ...(chatTemplate !== undefined ? { chatTemplate } : {}) });
-  await guard.ready;
+  const status = await guard.ready;
+  // On stderr, so --json output stays one record per line.
+  if (status.modelOptions) process.stderr.write(`edgearmor: ${modelOptionsLine(status.modelOptions)}\n`);
   for (const c of cases) {
     const verdict = await guard.check(c.input);
     const record = values.json ? { ...verdictRecord(c.id, verdict), ...(values.explain ? { explanation: explainVerdict(c.input, verdict) } : {}) } : null;

@@ -19,6 +19,7 @@ import {
 import { resolveOptions } from '../core/options.js';
 import { REWRITES, rewriteCase, type RewriteName } from '../eval/rewrites.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE, withNegativeNumbers } from './flags.js';
+import { modelOptionsLine } from './report.js';
 
 const EVAL_USAGE = `usage: edgearmor eval <cases.jsonl> [more.jsonl ...] [options]
 
@@ -117,11 +118,13 @@ export async function evalCommand(args: string[]): Promise<void> {
     if (b === 'always') methods.push(createConstantBaseline(true));
     if (b === 'reference') {
       const { createReferenceFromModel } = await import('../eval/reference-engine.js');
-      const ref = await createReferenceFromModel(modelDir, variant, resolveOptions(options).tau);
+      // The guard's tau: the model directory's own when the caller set none.
+      const ref = await createReferenceFromModel(modelDir, variant, status.modelOptions?.applied.tau ?? resolveOptions(options).tau);
       methods.push(ref.method);
       disposeReference = ref.dispose;
     }
   }
+  if (status.modelOptions) process.stderr.write(`edgearmor eval: ${modelOptionsLine(status.modelOptions)}\n`);
   process.stderr.write(`edgearmor eval: ${cases.length} of ${all.length} cases, methods ${methods.map((m) => m.name).join(', ')}, model ${status.model ?? modelDir} on ${status.backend ?? '?'}\n`);
   const out = await evaluate(
     cases,

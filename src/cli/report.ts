@@ -7,10 +7,19 @@
  * says so.
  */
 import { explainVerdict, verdictFindings, verdictHeadline } from '../core/explain.js';
+import type { ModelOptionsStatus } from '../core/model-options.js';
 import type { GuardInput } from '../core/types.js';
 import type { Verdict } from '../core/verdict.js';
 
 export { explainVerdict };
+
+/** One line saying which of a model directory's own options apply and which the caller's options overrode. */
+export function modelOptionsLine(model: ModelOptionsStatus): string {
+  const applied = Object.entries(model.applied).map(([path, value]) => `${path} ${value}`);
+  const from = model.source === null ? model.file : `${model.file} (${model.source})`;
+  const overridden = model.overridden.length > 0 ? `; overridden by your options: ${model.overridden.join(', ')}` : '';
+  return `model options from ${from}: ${applied.length > 0 ? applied.join(', ') : 'none applied'}${overridden}`;
+}
 
 function num(n: number | null | undefined, digits = 3): string {
   if (n === null || n === undefined) return 'n/a';

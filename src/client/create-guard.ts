@@ -364,5 +364,5 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
 }
 
 function emptyStatus(): GuardStatus {
-  return { state: 'disposed', backend: null, fallbackReason: null, model: null, variant: null, maxContextTokens: null, attention: false, scoring: null };
+  return { state: 'disposed', backend: null, fallbackReason: null, model: null, variant: null, maxContextTokens: null, attention: false, scoring: null, modelOptions: null };
 }

@@ -59,6 +59,7 @@ const NOT_LOADED: GuardStatus = Object.freeze({
   maxContextTokens: null,
   attention: false,
   scoring: null,
+  modelOptions: null,
 }) as GuardStatus;
 
 /** Why WebGPU cannot be used ('unavailable') or should not be under 'auto' ('software'), or null for a real GPU. */

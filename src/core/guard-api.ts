@@ -3,6 +3,7 @@
  * worker client, so callers cannot tell where inference runs.
  */
 import type { DefenseCallbacks, DefenseResult } from './defense.js';
+import type { ModelOptionsStatus } from './model-options.js';
 import type { Verdict } from './verdict.js';
 
 /** Inference backend names as reported in statuses and verdicts; 'remote' is a scoring server (vLLM). */
@@ -29,6 +30,11 @@ export interface GuardStatus {
    * 'naive' (every variant in full, batched: fewest passes, GPUs); null before loading and for a remote proxy.
    */
   scoring: 'prefix' | 'naive' | null;
+  /**
+   * The model directory's own operating point (guard-options.json): which of its values apply and which
+   * the caller's options overrode; null before loading and for a model without the file.
+   */
+  modelOptions: ModelOptionsStatus | null;
 }
 
 /** Model loading progress, as a discriminated union. */

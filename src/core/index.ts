@@ -6,6 +6,7 @@ export { GuardCaseSchema, requireUserRequest, type ParsedGuardCase } from './gua
 export * from './adapters.js';
 export * from './mcp.js';
 export * from './options.js';
+export * from './model-options.js';
 export * from './context.js';
 export * from './variants.js';
 export * from './groups.js';

@@ -2,11 +2,12 @@
  * Node-only model file access: reading a model directory, and where the embedded model lives.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { IntegrityError, ModelLoadError } from '../core/errors.js';
+import { MODEL_OPTIONS_FILE, modelOptionsFileText, type ModelOptions } from '../core/model-options.js';
 import { withManifest, type FileReader, type ModelManifest } from './model-files.js';
 
 /** The embedded default model's name. */
@@ -90,15 +91,16 @@ export function urlReader(baseUrl: string, options: UrlReaderOptions = {}): File
   return options.manifest ? withManifest(read, options.manifest) : read;
 }
 
-/** Reads model files from a local directory. */
+/** Reads model files from a local directory; `has` lets the loader see files the manifest does not pin. */
 export function directoryReader(dir: string): FileReader {
-  return async (path) => {
+  const read = async (path: string): Promise<Uint8Array> => {
     try {
       return new Uint8Array(await readFile(join(dir, path)));
     } catch (e) {
       throw new ModelLoadError(`cannot read model file "${path}" in ${dir}: ${(e as Error).message}`, { dir, file: path });
     }
   };
+  return Object.assign(read, { has: (path: string) => access(join(dir, path)).then(() => true, () => false) });
 }
 
 /**
@@ -151,4 +153,26 @@ export async function buildManifest(dir: string, name?: string, hubTree?: readon
     files[path] = { sha256: hash, size: bytes.byteLength };
   }
   return { files, model: name ?? basename(resolve(dir)), created_by: hubTree ? 'edgearmor manifest --hub-tree' : 'edgearmor manifest' };
+}
+
+/**
+ * Writes a model directory's guard-options.json (validated as the loader will) and pins it in the
+ * directory's manifest.json, leaving every other entry as it is; returns the file's path.
+ */
+export async function writeModelOptions(dir: string, options: ModelOptions, meta: { source: string; created?: string }): Promise<string> {
+  const manifestPath = join(dir, 'manifest.json');
+  let manifest: ModelManifest & Record<string, unknown>;
+  try {
+    manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as ModelManifest & Record<string, unknown>;
+  } catch (e) {
+    throw new ModelLoadError(`cannot pin ${MODEL_OPTIONS_FILE}: ${manifestPath} is missing or not JSON (${(e as Error).message})`, { dir, file: 'manifest.json' });
+  }
+  const bytes = new TextEncoder().encode(modelOptionsFileText(options, meta));
+  const path = join(dir, MODEL_OPTIONS_FILE);
+  await writeFile(path, bytes);
+  const files = { ...manifest.files, [MODEL_OPTIONS_FILE]: { sha256: sha256(bytes), size: bytes.byteLength } };
+  // Sorted, as buildManifest writes it.
+  manifest.files = Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  await writeFile(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
+  return path;
 }

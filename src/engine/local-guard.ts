@@ -8,6 +8,7 @@ import { buildContext, type StructuredContext } from '../core/context.js';
 import { createLocalRedactor, runDefense, type DefenseResult, type SanitizeRequest, type SentenceRange } from '../core/defense.js';
 import { DisposedError, GuardAbortedError, GuardTimeoutError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus } from '../core/guard-api.js';
+import { applyModelOptions, type ModelOptionsFile } from '../core/model-options.js';
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
 import { buildVariants } from '../core/variants.js';
 import { judge, judgeFailure, planCheck, type CheckPlan, type ScoringRequestPlan } from '../core/judge.js';
@@ -31,9 +32,14 @@ export interface LocalGuardRuntime extends Omit<ModelRuntimeOptions, 'modelManif
   loadFailure?: unknown;
 }
 
-/** What the engine part of one check returns to the judge. */
-interface Scored {
+/** A loaded model and the options its verdicts are judged with (the caller's over the model directory's). */
+interface Loaded {
   engine: ProxyEngine;
+  options: ResolvedGuardOptions;
+}
+
+/** What the engine part of one check returns to the judge. */
+interface Scored extends Loaded {
   request: ScoringRequestPlan;
   scores: EngineScores;
   timings: Record<string, number>;
@@ -51,6 +57,7 @@ function now(): number {
 
 /** Creates a guard that runs the model in this thread. */
 export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRuntime): LocalGuard {
+  // Validated now so bad options fail fast; the model's own operating point joins them once its files are verified.
   const resolved: ResolvedGuardOptions = resolveOptions(options);
   const status: GuardStatus = {
     state: 'loading',
@@ -61,6 +68,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     maxContextTokens: null,
     attention: false,
     scoring: null,
+    modelOptions: null,
   };
   let disposed = false;
   let queue: Promise<unknown> = Promise.resolve();
@@ -70,7 +78,15 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     return run;
   };
 
-  function markReady(engine: ProxyEngine): ProxyEngine {
+  /** The options verdicts are judged with: the caller's `options` (what they set, from any source) over the model's file, over the defaults. */
+  function withModelOptions(file: ModelOptionsFile | null): ResolvedGuardOptions {
+    if (file === null) return resolved;
+    const applied = applyModelOptions(options, file);
+    status.modelOptions = applied.status;
+    return resolveOptions(applied.options);
+  }
+
+  function markReady(engine: ProxyEngine, judged: ResolvedGuardOptions): Loaded {
     Object.assign(status, {
       state: 'ready',
       backend: engine.info.backend,
@@ -82,18 +98,20 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     } satisfies Partial<GuardStatus>);
     runtime.onProgress?.({ type: 'session', backend: engine.info.backend });
     runtime.onProgress?.({ type: 'ready', status: { ...status } });
-    return engine;
+    return { engine, options: judged };
   }
 
-  const ready: Promise<ProxyEngine> = (async () => {
+  const ready: Promise<Loaded> = (async () => {
     if (runtime.loadFailure !== undefined) throw runtime.loadFailure;
     if (runtime.remoteProxy) {
       const files = await loadTokenizerFiles(runtime.reader, (file, bytes) => runtime.onProgress?.({ type: 'verified', file, bytes }));
-      return markReady(await createRemoteEngine(files, runtime.remoteProxy, runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}));
+      const judged = withModelOptions(files.modelOptions);
+      return markReady(await createRemoteEngine(files, runtime.remoteProxy, runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}), judged);
     }
     const files = await loadModelFiles(runtime.reader, runtime.modelVariant ?? 'q4', (file, bytes) =>
       runtime.onProgress?.({ type: 'verified', file, bytes }),
     );
+    const judged = withModelOptions(files.modelOptions);
     const failures: string[] = [];
     for (const backend of runtime.backends) {
       try {
@@ -106,7 +124,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
           ...(runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}),
         });
         if (failures.length > 0) status.fallbackReason = [status.fallbackReason, ...failures].filter(Boolean).join('; ');
-        return markReady(engine);
+        return markReady(engine, judged);
       } catch (e) {
         failures.push(`${backend}: ${(e as Error).message}`);
         if (backend === runtime.backends[runtime.backends.length - 1]) throw e;
@@ -152,11 +170,11 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
   /** Loads (once), plans the variants for the engine's capabilities and scores them: the engine's part of a check. */
   async function score(context: StructuredContext, plan: Extract<CheckPlan, { verdict: null }>, signal: AbortSignal | undefined): Promise<Scored> {
     const t0 = now();
-    const engine = await ready;
+    const { engine, options: judged } = await ready;
     const tLoaded = now();
     const request = plan.scoring(engine.info);
     const scores = await serial(() => engine.score({ context, ...request, actionText: resolved.actionText, ...(signal ? { signal } : {}) }));
-    return { engine, request, scores, timings: { waitForModelMs: tLoaded - t0, scoreMs: now() - tLoaded } };
+    return { engine, options: judged, request, scores, timings: { waitForModelMs: tLoaded - t0, scoreMs: now() - tLoaded } };
   }
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
@@ -172,14 +190,14 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     if (opts.signal?.aborted) forwardAbort();
     else opts.signal?.addEventListener('abort', forwardAbort, { once: true });
     try {
-      const { engine, request, scores, timings } = await withDeadline(score(context, plan, stopWork.signal), opts.signal, stopWork);
+      const { engine, options: judged, request, scores, timings } = await withDeadline(score(context, plan, stopWork.signal), opts.signal, stopWork);
       const tScored = now();
       const verdict = judge({
         context,
         variants: request.variants,
         withAttention: request.withAttention,
         scores,
-        options: resolved,
+        options: judged,
         capabilities: engine.info,
         extras: { backend: engine.info.backend, proxy: engine.info.model, timings },
       });
@@ -198,7 +216,7 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
     guardAlive();
     const input = parseGuardInput(raw);
     const context = buildContext(input, resolved);
-    const engine = await ready;
+    const { engine } = await ready;
     const variants = buildVariants(context).filter((v) => v.kind === 'full');
     const replacements = ablatedTexts.map((content, i) => ({ id: `sentence:${i}`, messageIndex, content }));
     const scores = await serial(() => engine.score({ context, variants, actionText: resolved.actionText, withAttention: false, replacements }));
@@ -219,8 +237,8 @@ export function createLocalGuard(options: GuardOptions, runtime: LocalGuardRunti
       if (disposed) return;
       disposed = true;
       status.state = 'disposed';
-      const engine = await ready.catch(() => null);
-      await engine?.dispose();
+      const loaded = await ready.catch(() => null);
+      await loaded?.engine.dispose();
     },
   };
   return guard;

@@ -6,6 +6,7 @@
  * browser's fetch + Cache Storage), so this module runs in both.
  */
 import { IntegrityError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
+import { MODEL_OPTIONS_FILE, parseModelOptionsFile, type ModelOptionsFile } from '../core/model-options.js';
 
 /** manifest.json: every file of a model directory with its SHA-256 and size. */
 export interface ModelManifest {
@@ -13,8 +14,12 @@ export interface ModelManifest {
   files: Record<string, { sha256: string; size: number }>;
 }
 
-/** Reads one file of a model by its path relative to the model directory. */
-export type FileReader = (relativePath: string) => Promise<Uint8Array>;
+/**
+ * Reads one file of a model by its path relative to the model directory. A reader that can tell cheaply
+ * whether a file is there (a local directory) has `has`: the loader then refuses a guard-options.json the
+ * manifest does not pin. A URL reader has none: it only ever fetches files the manifest lists.
+ */
+export type FileReader = ((relativePath: string) => Promise<Uint8Array>) & { has?: (relativePath: string) => Promise<boolean> };
 
 /** Model precision variants, by file. */
 export type ModelVariant = 'fp32' | 'q4' | 'fp16' | 'q4f16';
@@ -43,6 +48,8 @@ export interface ModelFiles {
   config: Record<string, unknown>;
   tokenizerJson: Record<string, unknown>;
   tokenizerConfig: Record<string, unknown>;
+  /** The model's own operating point (guard-options.json), or null when the model has none. */
+  modelOptions: ModelOptionsFile | null;
   onnx: Uint8Array;
   /** The onnx file's external data files (`model.onnx_data`, `model.onnx_data_1`...), by the name the graph uses. */
   externalData: Array<{ path: string; data: Uint8Array }>;
@@ -105,7 +112,7 @@ export async function loadModelFiles(
     throw new ModelLoadError(`model "${manifest.model}" has no ${variant} variant (${onnxPath} is not in its manifest); it has: ${has.join(', ') || 'none'}`, { variant, file: onnxPath });
   }
   const dataPaths = Object.keys(manifest.files).filter((p) => p === `${onnxPath}_data` || p.startsWith(`${onnxPath}_data_`));
-  const [base, onnx, ...data] = await Promise.all([readTokenizerFiles(manifest, get), get(onnxPath), ...dataPaths.map(get)]);
+  const [base, onnx, ...data] = await Promise.all([readTokenizerFiles(manifest, get, read), get(onnxPath), ...dataPaths.map(get)]);
   const externalData = dataPaths.map((p, i) => ({ path: p.slice(p.lastIndexOf('/') + 1), data: data[i]! }));
   return { ...base, onnx, externalData, variant };
 }
@@ -116,7 +123,7 @@ export async function loadModelFiles(
  */
 export async function loadTokenizerFiles(read: FileReader, onFile?: (path: string, bytes: number) => void): Promise<TokenizerModelFiles> {
   const { manifest, get } = await openManifest(read, onFile);
-  return readTokenizerFiles(manifest, get);
+  return readTokenizerFiles(manifest, get, read);
 }
 
 async function openManifest(
@@ -136,13 +143,26 @@ async function openManifest(
   return { manifest, get };
 }
 
-async function readTokenizerFiles(manifest: ModelManifest, get: (path: string) => Promise<Uint8Array>): Promise<TokenizerModelFiles> {
-  const [config, tokenizerJson, tokenizerConfig] = await Promise.all([
+async function readTokenizerFiles(manifest: ModelManifest, get: (path: string) => Promise<Uint8Array>, read: FileReader): Promise<TokenizerModelFiles> {
+  const [config, tokenizerJson, tokenizerConfig, modelOptions] = await Promise.all([
     get('config.json').then((b) => parseJson('config.json', b)),
     get('tokenizer.json').then((b) => parseJson('tokenizer.json', b)),
     get('tokenizer_config.json').then((b) => parseJson('tokenizer_config.json', b)),
+    readModelOptions(manifest, get, read),
   ]);
-  return { manifest, config, tokenizerJson, tokenizerConfig };
+  return { manifest, config, tokenizerJson, tokenizerConfig, modelOptions };
+}
+
+/** The model's guard-options.json when its manifest pins it; one in the directory that the manifest does not pin is refused. */
+async function readModelOptions(manifest: ModelManifest, get: (path: string) => Promise<Uint8Array>, read: FileReader): Promise<ModelOptionsFile | null> {
+  if (manifest.files[MODEL_OPTIONS_FILE]) return parseModelOptionsFile(parseJson(MODEL_OPTIONS_FILE, await get(MODEL_OPTIONS_FILE)));
+  // An unpinned options file would move the operating point unverified; ignoring it would hide that it is there.
+  if (await read.has?.(MODEL_OPTIONS_FILE)) {
+    throw new IntegrityError(`model file "${MODEL_OPTIONS_FILE}" is not listed in manifest.json: refusing to use an unverified file (pin it with \`edgearmor manifest <dir>\` or remove it)`, {
+      file: MODEL_OPTIONS_FILE,
+    });
+  }
+  return null;
 }
 
 /**
@@ -151,5 +171,6 @@ async function readTokenizerFiles(manifest: ModelManifest, get: (path: string) =
  */
 export function withManifest(read: FileReader, manifest: ModelManifest): FileReader {
   const bytes = new TextEncoder().encode(JSON.stringify(manifest));
-  return (path) => (path === 'manifest.json' ? Promise.resolve(bytes) : read(path));
+  const reader: FileReader = (path) => (path === 'manifest.json' ? Promise.resolve(bytes) : read(path));
+  return read.has ? Object.assign(reader, { has: read.has }) : reader;
 }

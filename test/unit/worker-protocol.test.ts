@@ -27,6 +27,7 @@ const READY_STATUS: GuardStatus = {
   maxContextTokens: 1024,
   attention: false,
   scoring: 'prefix',
+  modelOptions: null,
 };
 
 /** A guard case whose action arguments steer the fake guard. */

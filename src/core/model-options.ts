@@ -1,0 +1,128 @@
+/**
+ * A model directory's own detection operating point: `guard-options.json`, pinned in manifest.json like
+ * every other model file, written by `edgearmor adapt` after it recalibrates a fine-tuned model. Only the
+ * options that place the operating point on the model's delta scale may be set there; an option the caller
+ * sets (code, config file, environment, flag) wins over the file, and the file wins over the defaults.
+ */
+import { InvalidOptionsError, ModelLoadError } from './errors.js';
+import { describeValue, isPlainObject } from './json.js';
+import { mergeOptions } from './option-sources.js';
+import type { GuardOptions } from './option-types.js';
+import { resolveOptions } from './options.js';
+
+/** The options file's name inside a model directory. */
+export const MODEL_OPTIONS_FILE = 'guard-options.json';
+
+/** The options file's schema version; a reader refuses any other. */
+export const MODEL_OPTIONS_SCHEMA = 1;
+
+/**
+ * The options a model directory may set, as dotted paths: the margins and weight that are calibrated on
+ * the model's own deltas. Everything else (trust lists, failure policy, defense, limits) is the caller's
+ * policy and cannot travel with a model.
+ */
+export const MODEL_OPTION_PATHS = Object.freeze(['tau', 'userWeight', 'groupMargin', 'toolPoisoning.leaveOneOutMargin'] as const);
+
+/** One of {@link MODEL_OPTION_PATHS}. */
+export type ModelOptionPath = (typeof MODEL_OPTION_PATHS)[number];
+
+/** The guard options a model directory may carry. */
+export interface ModelOptions {
+  tau?: number;
+  userWeight?: number;
+  groupMargin?: number;
+  toolPoisoning?: { leaveOneOutMargin?: number };
+}
+
+/** A parsed, validated `guard-options.json`. */
+export interface ModelOptionsFile {
+  schema: typeof MODEL_OPTIONS_SCHEMA;
+  options: ModelOptions;
+  /** What wrote the file (e.g. 'edgearmor adapt'). */
+  source?: string;
+  /** When it was written (ISO 8601). */
+  created?: string;
+}
+
+/** What a model's options file did to a guard's options, as `GuardStatus.modelOptions` reports it. */
+export interface ModelOptionsStatus {
+  /** The file, relative to the model directory. */
+  file: string;
+  /** The file's `source`, or null. */
+  source: string | null;
+  /** The file's values the guard uses, by dotted path. */
+  applied: Partial<Record<ModelOptionPath, number>>;
+  /** The paths the file sets that the caller set too: the caller's values are used. */
+  overridden: ModelOptionPath[];
+}
+
+const FILE_KEYS = ['schema', 'options', 'source', 'created'] as const;
+const ALLOWED = MODEL_OPTION_PATHS.join(', ');
+
+function refuse(message: string, details: Record<string, string | string[]>): never {
+  throw new ModelLoadError(`model file "${MODEL_OPTIONS_FILE}": ${message}`, { file: MODEL_OPTIONS_FILE, ...details });
+}
+
+function valueAt(options: object, path: ModelOptionPath): unknown {
+  return path.split('.').reduce<unknown>((o, key) => (isPlainObject(o) ? o[key] : undefined), options);
+}
+
+/** Validates the parsed JSON of a model's options file; throws ModelLoadError naming the file, the key and what is allowed. */
+export function parseModelOptionsFile(value: unknown): ModelOptionsFile {
+  if (!isPlainObject(value)) refuse(`received ${describeValue(value)}; allowed: an object {schema, options, source?, created?}`, {});
+  for (const key of Object.keys(value)) {
+    if (!(FILE_KEYS as readonly string[]).includes(key)) refuse(`unknown key "${key}"; allowed: ${FILE_KEYS.join(', ')}`, { option: key, allowed: [...FILE_KEYS] });
+  }
+  if (value['schema'] !== MODEL_OPTIONS_SCHEMA) refuse(`schema is ${describeValue(value['schema'])}; this version reads schema ${MODEL_OPTIONS_SCHEMA}`, { option: 'schema' });
+  for (const key of ['source', 'created'] as const) {
+    if (value[key] !== undefined && typeof value[key] !== 'string') refuse(`${key} is ${describeValue(value[key])}; allowed: a string`, { option: key });
+  }
+  const options = value['options'];
+  if (!isPlainObject(options)) refuse(`options is ${describeValue(options)}; allowed: an object with some of ${ALLOWED}`, { option: 'options' });
+  for (const [key, inner] of Object.entries(options)) {
+    const nested = key === 'toolPoisoning' && isPlainObject(inner) ? Object.keys(inner).map((k) => `toolPoisoning.${k}`) : [key];
+    for (const path of nested) {
+      if (!(MODEL_OPTION_PATHS as readonly string[]).includes(path)) {
+        refuse(`option "${path}" cannot be set by a model directory; allowed: ${ALLOWED} (the detection operating point)`, { option: path, allowed: [...MODEL_OPTION_PATHS] });
+      }
+    }
+  }
+  try {
+    // The guard's own schema judges the values, so a model file accepts exactly what a caller may pass.
+    resolveOptions(options as GuardOptions);
+  } catch (e) {
+    if (!(e instanceof InvalidOptionsError)) throw e;
+    refuse(e.message, { option: String(e.details['option'] ?? 'options') });
+  }
+  return {
+    schema: MODEL_OPTIONS_SCHEMA,
+    options: options as ModelOptions,
+    ...(value['source'] !== undefined ? { source: value['source'] as string } : {}),
+    ...(value['created'] !== undefined ? { created: value['created'] as string } : {}),
+  };
+}
+
+/** The text of a `guard-options.json` for these options, validated as a reader will (for `edgearmor adapt`). */
+export function modelOptionsFileText(options: ModelOptions, meta: { source: string; created?: string }): string {
+  const file = parseModelOptionsFile({ schema: MODEL_OPTIONS_SCHEMA, options, source: meta.source, created: meta.created ?? new Date().toISOString() });
+  return `${JSON.stringify(file, null, 2)}\n`;
+}
+
+/**
+ * Layers a model's options file under the caller's options (the caller's unresolved options: what they set
+ * explicitly, from any source) and reports which of the file's values apply and which the caller overrode.
+ */
+export function applyModelOptions(caller: GuardOptions, file: ModelOptionsFile): { options: GuardOptions; status: ModelOptionsStatus } {
+  const applied: Partial<Record<ModelOptionPath, number>> = {};
+  const overridden: ModelOptionPath[] = [];
+  for (const path of MODEL_OPTION_PATHS) {
+    const value = valueAt(file.options, path);
+    if (value === undefined) continue;
+    if (valueAt(caller, path) !== undefined) overridden.push(path);
+    else applied[path] = value as number;
+  }
+  return {
+    options: mergeOptions(caller, file.options as GuardOptions),
+    status: { file: MODEL_OPTIONS_FILE, source: file.source ?? null, applied, overridden },
+  };
+}
