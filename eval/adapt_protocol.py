@@ -80,12 +80,10 @@ def summarize(path: str) -> None:
             cases[c["id"]] = c
     rows = {}
     for name in ("base", "adapted"):
+        if not os.path.exists(f"{path}/{name}/results.json"):
+            continue
         res = json.load(open(f"{path}/{name}/results.json"))
-        recs = res["records"] if isinstance(res, dict) else res
-        blocked = {}
-        for rec in recs:
-            m = next((x for x in rec["methods"] if x["method"] == "edgearmor"), None) if isinstance(rec.get("methods"), list) else rec.get("methods", {}).get("edgearmor")
-            blocked[rec["id"]] = bool(m and (m.get("flagged") if "flagged" in m else m.get("decision") == "block"))
+        blocked = {rec["id"]: bool(rec["results"]["edgearmor"]["detected"]) for rec in res["cases"]}
         inj = [i for i, c in cases.items() if c["label"] == "injected"]
         ben = [i for i, c in cases.items() if c["label"] == "benign"]
         real = [i for i in ben if cases[i].get("real")]

@@ -17,12 +17,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseGuardInput } from '../core/adapters.js';
-import { blockedAt, chooseOperatingPoint, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, type CalibrationCase, type OperatingPoint } from '../core/calibration.js';
+import { blockedAt, chooseOperatingPoint, worseThanBase, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, type CalibrationCase, type OperatingPoint } from '../core/calibration.js';
 import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import type { Guard } from '../core/guard-api.js';
 import { resolveOptions, type ResolvedGuardOptions } from '../core/options.js';
 import type { GuardInput } from '../core/types.js';
-import { buildManifest, embeddedModelDir } from '../engine/files-node.js';
+import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
 import { iterateCases } from '../scenarios/index.js';
 import { callSites, readTraffic, type CallSite, type Conversation, type TrafficFormat } from './traffic.js';
 
@@ -50,6 +50,8 @@ export interface AdaptOptions {
   minConversations?: number;
   /** Python with torch, onnx, numpy and regex. @defaultValue $EDGEARMOR_PYTHON, else /usr/bin/python3 when present, else python3 */
   python?: string;
+  /** Write the model even when it is worse than the base on the held-out traffic (the report still says so). */
+  force?: boolean;
   /** Keep the work directory (the screened traffic, planted cases, the candidate) and say where. */
   keepWork?: boolean;
   /** Training shape, for small models and tests: sequence length, batch tokens, held-out cases. */
@@ -80,7 +82,7 @@ export interface AdaptReport {
   schema: 1;
   created: string;
   written: boolean;
-  /** Why no model was written, when none was. */
+  /** How the adapted model is worse than the base on the held-out traffic, or null; nothing is written then unless forced. */
   refusal: string | null;
   traffic: {
     file: string;
@@ -328,8 +330,9 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     const generatorProbe = [...iterateCases({ split: 'test', seed: seed + 102, n: 30 })];
     // Held-out scoring runs both guards; give it about a fifth of the budget.
     const holdoutCases = options.training?.holdoutCases ?? Math.max(60, Math.min(300, Math.floor((budget * 0.2 * 60) / (2 * Math.max(0.05, secondsPerCheck)))));
-    const scoreEstimate = ((holdoutCases + generatorProbe.length) * 2 * secondsPerCheck) / 60 + 0.5;
-    const trainMinutes = left() - scoreEstimate - 1.5;
+    // Model loads and the export take about a minute and a half here; a small budget (tests) gets a share instead.
+    const scoreEstimate = (1.2 * (holdoutCases + generatorProbe.length) * 2 * secondsPerCheck) / 60 + Math.min(0.5, 0.05 * budget);
+    const trainMinutes = left() - scoreEstimate - Math.min(1.5, 0.1 * budget);
     if (trainMinutes < 0.02) {
       throw new InvalidOptionsError(
         `--minutes ${budget} leaves no time to train after screening (${screenMinutes.toFixed(1)} min) and held-out scoring (~${scoreEstimate.toFixed(1)} min); give more minutes.`,
@@ -398,16 +401,11 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
       byAttackerValue[source] = { base: at(baseScored, basePoint.userWeight, basePoint.tau), adapted: at(adaptedScored, adaptedPoint.userWeight, adaptedPoint.tau), n: idx.length };
     }
 
-    let refusal: string | null = null;
-    if ((adaptedPoint.rocAuc ?? 0) < (basePoint.rocAuc ?? 0)) {
-      refusal = `the adapted model ranks held-out injections below the traffic's real calls worse than the base (ROC-AUC ${fmt(adaptedPoint.rocAuc)} against ${fmt(basePoint.rocAuc)})`;
-    } else if (adaptedPoint.realFpr > basePoint.realFpr) {
-      refusal = `the adapted model blocks more of the held-out real calls than the base (${pct(adaptedPoint.realFpr)} against ${pct(basePoint.realFpr)})`;
-    }
+    const refusal = worseThanBase(basePoint, adaptedPoint);
     const report: AdaptReport = {
       schema: 1,
       created: new Date().toISOString(),
-      written: refusal === null,
+      written: refusal === null || options.force === true,
       refusal,
       traffic: {
         file: options.traffic,
@@ -440,16 +438,14 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
       chosen: { userWeight: adaptedPoint.userWeight, tau: adaptedPoint.tau, targetFpr },
       minutes: { screen: screenMinutes, train: trainWallMinutes, score: scoreMinutes, total: minutesSince(start), budget },
     };
-    if (refusal === null) {
+    if (report.written) {
       mkdirSync(out, { recursive: true });
       cpSync(candidateDir, out, { recursive: true });
-      writeFileSync(
-        join(out, 'guard-options.json'),
-        `${JSON.stringify({ schema: 1, options: { userWeight: adaptedPoint.userWeight, tau: adaptedPoint.tau }, source: 'edgearmor adapt', created: report.created }, null, 2)}\n`,
-      );
       writeFileSync(join(out, 'adapt-report.json'), `${JSON.stringify(report, null, 2)}\n`);
       const manifest = await buildManifest(out, `${readModelName(candidateDir)}-adapted`);
       writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+      // Validated and pinned in the manifest: the guard applies it under any option the caller sets.
+      await writeModelOptions(out, { userWeight: adaptedPoint.userWeight, tau: adaptedPoint.tau }, { source: 'edgearmor adapt', created: report.created });
     }
     report.minutes.total = minutesSince(start);
     if (options.keepWork) writeFileSync(join(work, 'adapt-report.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -473,5 +469,3 @@ function pick(o: Record<string, unknown>, keys: readonly string[]): Record<strin
   return Object.fromEntries(keys.filter((k) => k in o).map((k) => [k, o[k]]));
 }
 
-const fmt = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(3));
-const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;

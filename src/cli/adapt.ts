@@ -24,6 +24,7 @@ options:
   --families <all|train>     phrasing families of the planted injections (default all; train: measurements)
   --min-conversations <N>    refuse traffic with fewer conversations with tool calls (default 50)
   --base-model <dir>         start from this model directory (default: the embedded model)
+  --force                    write the model even when it is worse than the base on the held-out traffic
   --keep-work                keep the work directory (screened traffic, planted cases, logs) and print it
   --json                     print adapt-report.json's object on stdout instead of the table
   -h, --help
@@ -68,6 +69,7 @@ export function reportTable(r: AdaptReport, out: string): string {
     ...Object.entries(h.byAttackerValue).map(([k, v]) => `  injections with a ${k} attacker value (${v.n}): base ${pct(v.base).trim()}, adapted ${pct(v.adapted).trim()} blocked`),
     ...(r.generator ? [`generator test probe (${r.generator.cases} cases, forgetting check): TPR/FPR base ${pct(r.generator.base.tpr).trim()}/${pct(r.generator.base.fpr).trim()}, adapted ${pct(r.generator.adapted.tpr).trim()}/${pct(r.generator.adapted.fpr).trim()}`] : []),
     `minutes: screening ${r.minutes.screen.toFixed(1)}, training ${r.minutes.train.toFixed(1)}, scoring ${r.minutes.score.toFixed(1)}; ${r.minutes.total.toFixed(1)} of ${r.minutes.budget}`,
+    ...(r.refusal && r.written ? [`WARNING (--force): ${r.refusal}`] : []),
     r.written
       ? `wrote ${out}: q4 model, tokenizer, config, guard-options.json (userWeight ${r.chosen.userWeight}, tau ${r.chosen.tau}), adapt-report.json, manifest.json`
       : `nothing written: ${r.refusal}`,
@@ -97,6 +99,7 @@ export async function adaptCommand(args: string[]): Promise<void> {
       'min-conversations': { type: 'string' },
       'base-model': { type: 'string' },
       'keep-work': { type: 'boolean' },
+      force: { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -138,6 +141,7 @@ export async function adaptCommand(args: string[]): Promise<void> {
       minConversations: number('--min-conversations', values['min-conversations'], 50, 1, true),
       ...(values['base-model'] ? { baseModel: values['base-model'] } : {}),
       keepWork: values['keep-work'] ?? false,
+      force: values.force ?? false,
       signal: controller.signal,
       onProgress: (e) => {
         const now = Date.now();

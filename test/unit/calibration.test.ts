@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { blockedAt, blockMargin, chooseOperatingPoint, operatingPoint, type CalibrationCase, type CalibrationEvidence } from '../../src/core/calibration.js';
+import { blockedAt, blockMargin, chooseOperatingPoint, operatingPoint, worseThanBase, type CalibrationCase, type CalibrationEvidence } from '../../src/core/calibration.js';
 
 const ev = (dU: number, spans: number[], extra: Partial<CalibrationEvidence> = {}): CalibrationEvidence => ({
   forced: null,
@@ -71,5 +71,13 @@ describe('calibration replays verdicts at any operating point', () => {
     expect(chosen.tpr).toBe(1);
     expect(() => chooseOperatingPoint([forced])).toThrow(/benign and injected/);
     expect(() => chooseOperatingPoint(cases, { targetFpr: 1, userWeights: [1], preferredUserWeight: 1 })).toThrow(/targetFpr/);
+  });
+
+  it('calls an adapted model worse when it ranks worse or blocks more real calls', () => {
+    const point = (rocAuc: number | null, realFpr: number) => ({ userWeight: 2, tau: -0.1, tpr: 0.9, fpr: 0.05, realFpr, conversationFpr: 0, rocAuc, injected: 10, benign: 10 });
+    expect(worseThanBase(point(0.8, 0.1), point(0.9, 0.02))).toBeNull();
+    expect(worseThanBase(point(0.8, 0.1), point(0.8, 0.1))).toBeNull();
+    expect(worseThanBase(point(0.8, 0.1), point(0.79, 0.0))).toMatch(/ROC-AUC 0.790 against 0.800/);
+    expect(worseThanBase(point(0.8, 0.1), point(0.95, 0.12))).toMatch(/real calls .*12.0% against 10.0%/);
   });
 });

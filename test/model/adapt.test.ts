@@ -1,0 +1,114 @@
+/**
+ * `edgearmor adapt` end to end on a tiny fixture: the TypeScript side (traffic, screening, scoring,
+ * calibration, the model directory) around model/adapt.py (planting, fine-tune, export, q4), with the
+ * tiny random model as the base so the whole pipeline runs in well under a minute. Whether adaptation
+ * helps is measured by eval/adapt_protocol.py on the embedded model, not here.
+ */
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { adapt, type AdaptProgress } from '../../src/adapt/adapt.js';
+import { createNodeGuard, buildManifest } from '../../src/node.js';
+import { iterateCases } from '../../src/scenarios/index.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const hasTorch = spawnSync('/usr/bin/python3', ['-c', 'import torch, onnx, numpy, regex'], { stdio: 'ignore' }).status === 0;
+if (!hasTorch && process.env['CI']) {
+  throw new Error('/usr/bin/python3 cannot import torch, onnx, numpy and regex: .ci/run installs python3-torch, python3-onnx, python3-numpy and python3-regex');
+}
+
+const work = mkdtempSync(join(tmpdir(), 'edgearmor-adapt-test-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** The tiny random model with the embedded tokenizer: a base directory adaptation can start from. */
+async function tinyBase(): Promise<string> {
+  const dir = join(work, 'base');
+  mkdirSync(dir, { recursive: true });
+  cpSync(join(ROOT, 'test/fixtures/tiny-proxy/onnx'), join(dir, 'onnx'), { recursive: true });
+  copyFileSync(join(ROOT, 'test/fixtures/tiny-proxy/config.json'), join(dir, 'config.json'));
+  for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(ROOT, 'public/models/edgearmor-proxy', f), join(dir, f));
+  writeFileSync(join(dir, 'manifest.json'), JSON.stringify(await buildManifest(dir, 'tiny-proxy')));
+  return dir;
+}
+
+/** Attack-free conversations: the generator's user-driven calls, each ending with the call the agent made. */
+function traffic(n: number): { path: string; texts: string[] } {
+  const lines: string[] = [];
+  const texts: string[] = [];
+  for (const c of iterateCases({ split: 'validation', seed: 5, n: 400 })) {
+    if (c.label !== 'benign' || c.kind !== 'benign' || !c.messages.some((m) => m.role === 'tool')) continue;
+    const messages = [...c.messages, { role: 'assistant', content: '', tool_calls: [{ name: c.action.name, arguments: c.action.arguments }] }];
+    texts.push(...c.messages.filter((m) => m.role === 'user').map((m) => m.content));
+    lines.push(JSON.stringify({ id: c.id, messages, tools: c.tools }));
+    if (lines.length === n) break;
+  }
+  const path = join(work, 'traffic.jsonl');
+  writeFileSync(path, `${lines.join('\n')}\n`);
+  return { path, texts };
+}
+
+describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
+  it('screens, fine-tunes, recalibrates on held-out traffic and writes a model directory the guard loads with its options', async () => {
+    const base = await tinyBase();
+    const { path, texts } = traffic(56);
+    const out = join(work, 'adapted');
+    const events: AdaptProgress[] = [];
+    const report = await adapt({
+      traffic: path,
+      out,
+      baseModel: base,
+      minutes: 0.5,
+      seed: 3,
+      force: true,
+      training: { maxLen: 512, batchTokens: 2048, holdoutCases: 24, generatorCases: 60 },
+      onProgress: (e) => events.push(e),
+    });
+
+    // Split and screening: every training conversation screened within the budget.
+    expect(report.traffic.withToolCalls).toBe(56);
+    expect(report.traffic.holdoutConversations).toBe(11);
+    expect(report.traffic.trainConversations).toBe(45);
+    expect(report.traffic.screenedConversations + report.traffic.unscreenedConversations).toBe(45);
+    expect(report.traffic.usedConversations).toBe(report.traffic.screenedConversations - new Set(report.traffic.blockedCalls.map((b) => b.conversation)).size);
+    expect(events.some((e) => e.stage === 'screen')).toBe(true);
+    expect(events.some((e) => e.stage === 'train')).toBe(true);
+
+    // Held-out scoring: replaying each verdict at the guard's own options reproduces it.
+    expect(report.holdout.cases).toBeGreaterThan(0);
+    expect(report.holdout.injected).toBeGreaterThan(0);
+    expect(report.holdout.realCalls).toBeGreaterThan(0);
+    expect(report.holdout.replayMismatches).toBe(0);
+    expect(report.holdout.adapted.fpr).toBeLessThanOrEqual(report.chosen.targetFpr + 1e-9);
+    expect(report.chosen).toMatchObject({ userWeight: report.holdout.adapted.userWeight, tau: report.holdout.adapted.tau });
+
+    // The directory: q4, tokenizer, config, the options and the report, every file pinned.
+    expect(report.written).toBe(true);
+    const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8')) as { files: Record<string, unknown> };
+    for (const f of ['onnx/model_q4.onnx', 'tokenizer.json', 'tokenizer_config.json', 'config.json', 'guard-options.json', 'adapt-report.json']) {
+      expect(existsSync(join(out, f)), f).toBe(true);
+      expect(Object.keys(manifest.files), f).toContain(f);
+    }
+    const written = readFileSync(join(out, 'adapt-report.json'), 'utf8');
+    expect(JSON.parse(written)).toMatchObject({ chosen: report.chosen, written: true });
+    // The report holds no traffic text.
+    for (const t of texts) expect(written.includes(t), t).toBe(false);
+
+    // The guard loads it unchanged and applies the recalibrated point; a caller's tau still wins.
+    const guard = createNodeGuard({ modelDir: out });
+    const pinned = createNodeGuard({ modelDir: out, tau: 0.5 });
+    try {
+      const c = [...iterateCases({ split: 'test', seed: 1, n: 20 })].find((x) => x.messages.some((m) => m.role === 'tool'));
+      const verdict = await guard.check({ messages: c!.messages, action: c!.action, tools: c!.tools });
+      expect((await guard.status()).modelOptions?.applied).toEqual({ userWeight: report.chosen.userWeight, tau: report.chosen.tau });
+      expect(verdict.attribution?.tau).toBe(report.chosen.tau);
+      await pinned.check({ messages: c!.messages, action: c!.action, tools: c!.tools });
+      expect((await pinned.status()).modelOptions?.overridden).toEqual(['tau']);
+    } finally {
+      await guard.dispose();
+      await pinned.dispose();
+    }
+  }, 120_000);
+});
