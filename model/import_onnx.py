@@ -16,21 +16,28 @@ from onnx import numpy_helper
 from export_onnx import load
 
 
+def import_model(model_dir: str, out: str) -> int:
+    """Writes `out`/{config.json, tokenizer.json, tokenizer_config.json, model.pt} from the export in
+    `model_dir`; returns the number of tensors imported."""
+    os.makedirs(out, exist_ok=True)
+    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(f"{model_dir}/{f}", f"{out}/{f}")
+    graph = onnx.load(f"{model_dir}/onnx/model.onnx").graph
+    # The export names every weight after its module path under the `model.` wrapper.
+    state = {i.name.removeprefix("model."): torch.from_numpy(numpy_helper.to_array(i).copy())
+             for i in graph.initializer if i.name.startswith("model.")}
+    torch.save(state, f"{out}/model.pt")
+    load(out)  # fails loudly when a weight is missing or misshapen
+    return len(state)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="public/models/edgearmor-proxy")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(f"{args.model}/{f}", f"{args.out}/{f}")
-    graph = onnx.load(f"{args.model}/onnx/model.onnx").graph
-    # The export names every weight after its module path under the `model.` wrapper.
-    state = {i.name.removeprefix("model."): torch.from_numpy(numpy_helper.to_array(i).copy())
-             for i in graph.initializer if i.name.startswith("model.")}
-    torch.save(state, f"{args.out}/model.pt")
-    load(args.out)  # fails loudly when a weight is missing or misshapen
-    print(f"imported {len(state)} tensors from {args.model} into {args.out}")
+    n = import_model(args.model, args.out)
+    print(f"imported {n} tensors from {args.model} into {args.out}")
 
 
 if __name__ == "__main__":

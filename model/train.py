@@ -99,6 +99,35 @@ def evaluate(model, examples, pad_id, max_tokens, device="cpu", amp=None):
     return tot / max(tot_w, 1), act / max(act_n, 1)
 
 
+def make_optimizer(model, lr: float):
+    """AdamW as every run here uses it: weight decay 0.05 on matrices only, betas (0.9, 0.95)."""
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
+                             lr=lr, betas=(0.9, 0.95))
+
+
+def cosine_lr(lr: float, step: int, warmup: int, steps: int, done: float = 0.0) -> float:
+    """Linear warmup, then cosine decay to a tenth of `lr` over `steps`, or sooner when `done` (the share of
+    the time budget spent, for time schedules) is further along."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    p = max((step - warmup) / max(1, steps - warmup), done)
+    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
+
+
+def train_step(model, opt, examples, idx, pad_id: int, device: str = "cpu", amp=None):
+    """One optimiser step on a batch (clipped at norm 1); returns the loss tensor and the tokens it held."""
+    ids, am, pos, w, u = collate(examples, idx, pad_id, device)
+    with amp_context(device, amp):
+        loss, _, _ = loss_of(model, ids, am, pos, w, u)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return loss, int(am.sum())
+
+
 def amp_context(device: str, amp):
     import contextlib
     return torch.autocast(device_type=device, dtype=amp) if amp is not None else contextlib.nullcontext()
@@ -268,19 +297,12 @@ def main():
     model.fused_attention = args.device != "cpu" and hasattr(F, "scaled_dot_product_attention")
     amp = torch.bfloat16 if args.bf16 else None
     n_params = sum(p.numel() for p in model.parameters())
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=args.lr, betas=(0.9, 0.95))
+    opt = make_optimizer(model, args.lr)
     warmup = args.warmup if args.warmup is not None else max(20, args.steps // 30)
 
     def lr_at(step):
-        if step < warmup:
-            return args.lr * (step + 1) / warmup
-        p = (step - warmup) / max(1, args.steps - warmup)
-        if args.time_schedule and step > 0:
-            p = max(p, (time.time() - t_train) / 60 / args.max_minutes)
-        return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
+        done = (time.time() - t_train) / 60 / args.max_minutes if args.time_schedule and step > 0 else 0.0
+        return cosine_lr(args.lr, step, warmup, args.steps, done)
 
     log = {"config": cfg.to_hf(), "params": n_params, "args": vars(args), "steps": [], "evals": []}
     best = None
@@ -317,14 +339,8 @@ def main():
                 break
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
-            ids, am, pos, w, u = collate(train_ex, idx, cfg.pad_token_id, args.device)
-            with amp_context(args.device, amp):
-                loss, _, _ = loss_of(model, ids, am, pos, w, u)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            tokens_seen += int(am.sum())
+            loss, n_tokens = train_step(model, opt, train_ex, idx, cfg.pad_token_id, args.device, amp)
+            tokens_seen += n_tokens
             step += 1
             if args.eval_every and step % args.eval_every == 0:
                 validate()

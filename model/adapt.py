@@ -1,0 +1,356 @@
+"""The Python half of `edgearmor adapt`: fine-tunes a proxy on the CPU on a user's own attack-free agent traffic.
+
+    LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 model/adapt.py \\
+        --work WORK --base DIR --train-minutes M [--seed 1] [--threads 2] [--families train|all] ...
+
+Reads WORK/traffic-train.jsonl and WORK/traffic-holdout.jsonl ({id, messages, tools} conversations, screened by
+the base guard), WORK/generator-train.jsonl and WORK/generator-validation.jsonl (the package generator's cases),
+and the model directory DIR (config.json, tokenizer, onnx/model.onnx). Writes WORK/holdout-cases.jsonl (real
+calls and attacks planted at the held-out conversations' calls, for the TypeScript side to score and
+calibrate on), WORK/candidate/ (config, tokenizer, onnx/model.onnx, onnx/model_q4.onnx, manifest.json) and
+WORK/train-log.json. stdout carries one JSON event a line (stage, progress, eval); stderr is for people.
+Exit 2 on bad input. SIGINT stops training at once; the best weights so far are still exported.
+
+Training data (model/gpu-trials.md has the CPU fine-tunes this follows): every traffic-train conversation
+whole (language modelling), attacks planted at its calls (plant.py) with every attack counterfactual and a
+third of the request counterfactuals (at 1.0 they pushed dU up on every real call), every traffic-derived
+sequence's copied values scrambled (nothing the user or an attacker types may be memorised), and generator
+cases as `--generator-share` of the sequences so the proxy keeps what it knew. The step kept is the one with
+the lowest loss on the held-out traffic's real calls and followed attacks (with their counterfactuals).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import plant  # noqa: E402
+
+# Request counterfactuals of traffic cases: at 1.0 a first try pushed dU up on every real call.
+TRAFFIC_REQUEST_COUNTERFACTUALS = 0.33
+# Generator copies as model/finetune.sh draws them.
+GENERATOR_COUNTERFACTUALS = 0.5
+GENERATOR_REQUEST_COUNTERFACTUALS = 0.33
+# Sequences scored at each evaluation. On 2 shared cores the proxy reads ~3,000 tokens/s forward only: the
+# full holdout (333 sequences from 240 cases) and 150 generator cases took 119 s, an eval every 2 minutes
+# would have eaten the budget; these take ~30 s.
+VALIDATION_TRAFFIC_SEQUENCES = 64
+GENERATOR_VALIDATION_CASES = 32
+WARMUP_STEPS = 20
+PROGRESS_EVERY_S = 10.0
+
+
+class BadInput(Exception):
+    """Input the command cannot run on (exit 2)."""
+
+
+def emit(event: str, **fields) -> None:
+    print(json.dumps({"event": event, **fields}), flush=True)
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--work", required=True, help="folder with the inputs; the outputs go there too")
+    ap.add_argument("--base", required=True, help="model directory to start from (config.json, tokenizer, onnx/model.onnx)")
+    ap.add_argument("--train-minutes", type=float, required=True, help="wall-time budget of training, evaluations included")
+    ap.add_argument("--seed", type=int, default=1, help="data, planting and batch order")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--families", default="all", choices=["train", "all"],
+                    help="attack phrasing families planted: train holds corpus.py's validation and test families out")
+    ap.add_argument("--generator-share", type=float, default=0.3, help="share of the training sequences from the generator")
+    ap.add_argument("--holdout-cases", type=int, default=240)
+    ap.add_argument("--max-len", type=int, default=1024)
+    ap.add_argument("--batch-tokens", type=int, default=8192)
+    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--eval-every-minutes", type=float, default=2.0)
+    ap.add_argument("--steps", type=int, default=100000)
+    return ap.parse_args(argv)
+
+
+def read_inputs(args) -> dict:
+    """The input files, checked; raises BadInput with what is wrong."""
+    from data import load_jsonl
+    if not os.path.isfile(os.path.join(args.base, "onnx", "model.onnx")):
+        raise BadInput(f'base model "{args.base}" has no onnx/model.onnx (a model directory from edgearmor or model/export_onnx.py)')
+    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        if not os.path.isfile(os.path.join(args.base, f)):
+            raise BadInput(f'base model "{args.base}" has no {f}')
+    if not 0 <= args.generator_share < 1:
+        raise BadInput(f"--generator-share {args.generator_share}: should be at least 0 and below 1")
+    out = {}
+    names = {"train": "traffic-train.jsonl", "holdout": "traffic-holdout.jsonl",
+             "gen_train": "generator-train.jsonl", "gen_val": "generator-validation.jsonl"}
+    for key, name in names.items():
+        path = os.path.join(args.work, name)
+        if not os.path.isfile(path):
+            if key == "gen_train" and args.generator_share == 0 or key == "gen_val":
+                out[key] = []
+                continue
+            raise BadInput(f"missing input {path}")
+        try:
+            out[key] = load_jsonl(path)
+        except ValueError as e:
+            raise BadInput(f"{path} is not JSON Lines: {e}") from None
+    for key in ("train", "holdout"):
+        for i, c in enumerate(out[key]):
+            if not isinstance(c, dict) or not isinstance(c.get("messages"), list) or "id" not in c:
+                raise BadInput(f"{names[key]} line {i + 1}: expected {{id, messages, tools}}")
+    if not out["train"]:
+        raise BadInput(f"{os.path.join(args.work, names['train'])} has no conversations")
+    if args.generator_share > 0 and not out["gen_train"]:
+        raise BadInput(f"{os.path.join(args.work, names['gen_train'])} has no cases (or pass --generator-share 0)")
+    return out
+
+
+def build_data(args, inputs: dict, tok) -> dict:
+    """Holdout cases (written), encoded training and validation sequences and their counts."""
+    import train
+    from data import counterfactuals, request_counterfactual
+    from scramble import scramble_values
+
+    rng = random.Random(f"{args.seed}:adapt-encode")
+    train._TOK = tok
+
+    def enc(cases, tools_p, redact_p):
+        # Draws stay in this process, as train.py's enc does, so any worker count encodes the same.
+        jobs = [(c, args.max_len, rng.getrandbits(32), rng.random() < tools_p, rng.random() < redact_p) for c in cases]
+        if args.threads > 1 and len(jobs) > 64:
+            import multiprocessing as mp
+            with mp.get_context("fork").Pool(args.threads) as pool:
+                encoded = pool.map(train._encode_job, jobs, chunksize=32)
+        else:
+            encoded = [train._encode_job(j) for j in jobs]
+        return [e for e in encoded if e is not None]
+
+    holdout = plant.holdout_cases(inputs["holdout"], inputs["train"], args.families, args.seed, args.holdout_cases)
+    plant.write_jsonl(os.path.join(args.work, "holdout-cases.jsonl"), [plant.guard_record(c) for c in holdout])
+
+    lm = [plant.normalise(c) for c in inputs["train"]]
+    planted = plant.training_cases(inputs["train"], args.families, args.seed)
+    cf = [x for c in planted for x in counterfactuals(c)]
+    rq_rng = random.Random(f"{args.seed}:adapt-rq")
+    rq = [x for x in map(request_counterfactual, planted) if x is not None and rq_rng.random() < TRAFFIC_REQUEST_COUNTERFACTUALS]
+    # After the counterfactuals are cut (they find values by their text), every traffic-derived sequence.
+    sv_rng = random.Random(f"{args.seed}:adapt-scramble")
+    lm, planted_sv, cf, rq = ([scramble_values(c, sv_rng) for c in cases] for cases in (lm, planted, cf, rq))
+    traffic_ex = enc(lm, 0.8, 0.15) + enc(planted_sv, 1.0, 0.15) + enc(cf + rq, 1.0, 1.0)
+
+    gen_ex, gen_counts = [], {}
+    if args.generator_share > 0:
+        g_rng = random.Random(f"{args.seed}:adapt-generator")
+        gen = inputs["gen_train"]
+        g_cf = [x for c in gen for x in counterfactuals(c) if g_rng.random() < GENERATOR_COUNTERFACTUALS]
+        g_rq = [x for x in map(request_counterfactual, gen) if x is not None and g_rng.random() < GENERATOR_REQUEST_COUNTERFACTUALS]
+        pool = enc(gen, 1.0, 0.15) + enc(g_cf + g_rq, 1.0, 1.0)
+        want = round(args.generator_share / (1 - args.generator_share) * len(traffic_ex))
+        g_rng.shuffle(pool)
+        # Cycled when the generator file is smaller than its share.
+        gen_ex = [pool[i % len(pool)] for i in range(want)] if pool else []
+        gen_counts = {"generator_cases": len(gen), "generator_counterfactual": len(g_cf),
+                      "generator_request_counterfactual": len(g_rq), "generator_sequences": len(gen_ex)}
+
+    followed = [c for c in holdout if c["follows"]]
+    real = [c for c in holdout if c["kind"] in ("benign", "benign_copy")]
+    val_traffic = enc(followed + real + [x for c in followed for x in counterfactuals(c)], 1.0, 0.0)
+    gv_rng = random.Random(f"{args.seed}:adapt-generator-validation")
+    if len(val_traffic) > VALIDATION_TRAFFIC_SEQUENCES:
+        val_traffic = gv_rng.sample(val_traffic, VALIDATION_TRAFFIC_SEQUENCES)
+    gen_val = inputs["gen_val"]
+    if len(gen_val) > GENERATOR_VALIDATION_CASES:
+        gen_val = gv_rng.sample(gen_val, GENERATOR_VALIDATION_CASES)
+    val_gen = enc(gen_val, 1.0, 0.0)
+
+    kinds = {}
+    for c in planted:
+        key = c["kind"] + (f"/{c['attacker_value_source']}" if c.get("attacker_value_source") else "")
+        kinds[key] = kinds.get(key, 0) + 1
+    hk = {}
+    for c in holdout:
+        hk[c["kind"]] = hk.get(c["kind"], 0) + 1
+    counts = {"traffic_train_conversations": len(inputs["train"]), "traffic_holdout_conversations": len(inputs["holdout"]),
+              "call_sites": sum(len(plant.call_sites(c)) for c in inputs["train"]), "lm": len(lm),
+              "planted": kinds, "counterfactual": len(cf), "request_counterfactual": len(rq),
+              "traffic_sequences": len(traffic_ex), **gen_counts, "holdout_cases": hk,
+              "validation_traffic_sequences": len(val_traffic), "validation_generator_sequences": len(val_gen)}
+    train_ex = traffic_ex + gen_ex
+    counts["train_sequences"] = len(train_ex)
+    counts["train_tokens"] = sum(len(e.ids) for e in train_ex)
+    return {"train": train_ex, "val_traffic": val_traffic, "val_gen": val_gen, "counts": counts}
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    t0 = time.time()
+    since = lambda: round(time.time() - t0, 2)
+    try:
+        inputs = read_inputs(args)
+    except BadInput as e:
+        say(f"edgearmor adapt: {e}")
+        return 2
+
+    interrupted = False
+
+    def on_sigint(signum, frame):
+        nonlocal interrupted
+        if interrupted:  # a second ^C: stop now, without the export
+            raise KeyboardInterrupt
+        interrupted = True
+        say("interrupted: stopping training; the best weights so far are still exported")
+
+    signal.signal(signal.SIGINT, on_sigint)
+
+    import warnings
+
+    import torch
+    # torch 1.13's exporter warns about prim::Constant shape inference on every export; the graph is checked.
+    warnings.filterwarnings("ignore", message="The shape inference of prim::Constant")
+
+    import bpe
+    import manifest
+    from export_onnx import export, load
+    from import_onnx import import_model
+    from quantize import quantize_model
+    from train import batches, cosine_lr, evaluate, make_optimizer, train_step
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+
+    emit("stage", stage="import", seconds=since())
+    base_run = os.path.join(args.work, "base-run")
+    try:
+        n_tensors = import_model(args.base, base_run)
+    except Exception as e:  # a config or an onnx file that does not describe a proxy
+        say(f"edgearmor adapt: cannot import {args.base}: {e}")
+        return 2
+    say(f"imported {n_tensors} tensors from {args.base}")
+    tok = bpe.Tokenizer.load(os.path.join(base_run, "tokenizer.json"))
+
+    emit("stage", stage="data", seconds=since())
+    t_data = time.time()
+    data = build_data(args, inputs, tok)
+    counts = data["counts"]
+    data_seconds = time.time() - t_data
+    say(f"data in {data_seconds:.1f}s: {json.dumps(counts)}")
+    train_ex = data["train"]
+
+    emit("stage", stage="train", seconds=since())
+    model = load(base_run).train()
+    model.fused_attention = False
+    cfg = model.cfg
+    opt = make_optimizer(model, args.lr)
+    budget = args.train_minutes
+    log = {"args": vars(args), "counts": counts, "data_seconds": data_seconds, "evals": [], "progress": []}
+    best = None
+    step, tokens_seen = 0, 0
+    eval_seconds = [0.0]
+    t_train = time.time()
+    minutes = lambda: (time.time() - t_train) / 60
+
+    def validate():
+        nonlocal best
+        t = time.time()
+        rec = {"step": step, "minutes": round(minutes(), 3)}
+        if data["val_traffic"]:
+            rec["traffic_loss"], rec["traffic_action_loss"] = evaluate(model, data["val_traffic"], cfg.pad_token_id, args.batch_tokens)
+        if data["val_gen"]:
+            rec["generator_loss"], rec["generator_action_loss"] = evaluate(model, data["val_gen"], cfg.pad_token_id, args.batch_tokens)
+        rec["seconds"] = round(time.time() - t, 2)
+        eval_seconds[0] += time.time() - t
+        # Chosen on the held-out traffic; the generator's loss only when the holdout has no calls.
+        key = rec.get("traffic_loss", rec.get("generator_loss"))
+        log["evals"].append(rec)
+        emit("eval", **rec)
+        if key is not None and (best is None or key < best[0]):
+            best = (key, step, {k: v.detach().clone() for k, v in model.state_dict().items()})
+
+    validate()
+    base_eval = log["evals"][0]
+    # The budget is training's: the base model's evaluation above is a measurement, not part of it.
+    t_train = time.time()
+    eval_seconds[0] = 0.0
+    rng = random.Random(f"{args.seed}:adapt-batches")
+    last_progress = last_eval = time.time()
+    loss_value = None
+    stop = lambda: interrupted or step >= args.steps or minutes() >= budget
+    while not stop() and train_ex:
+        for idx in batches(train_ex, args.batch_tokens, rng):
+            if stop():
+                break
+            for g in opt.param_groups:
+                g["lr"] = cosine_lr(args.lr, step, WARMUP_STEPS, args.steps, minutes() / budget if step > 0 else 0.0)
+            loss, n = train_step(model, opt, train_ex, idx, cfg.pad_token_id)
+            loss_value = loss.item()
+            tokens_seen += n
+            step += 1
+            if time.time() - last_progress >= PROGRESS_EVERY_S or step == 1:
+                last_progress = time.time()
+                rec = {"step": step, "minutes": round(minutes(), 3), "budgetMinutes": budget, "loss": round(loss_value, 4),
+                       "tokensPerSecond": round(tokens_seen / max(time.time() - t_train, 1e-9))}
+                log["progress"].append(rec)
+                emit("progress", **rec)
+            if time.time() - last_eval >= args.eval_every_minutes * 60 and not interrupted:
+                validate()
+                last_eval = time.time()
+    train_minutes = minutes()
+    if step > 0 and not interrupted and log["evals"][-1]["step"] != step:
+        validate()
+    if best is not None:
+        model.load_state_dict(best[2])
+    best_eval = next((e for e in log["evals"] if best is not None and e["step"] == best[1]), base_eval)
+    say(f"trained {step} steps, {tokens_seen} tokens in {train_minutes:.2f} min; best step {best_eval['step']}")
+
+    emit("stage", stage="export", seconds=since())
+    t_export = time.time()
+    model.eval()
+    cand = os.path.join(args.work, "candidate")
+    shutil.rmtree(cand, ignore_errors=True)
+    os.makedirs(os.path.join(cand, "onnx"))
+    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(args.base, f), os.path.join(cand, f))
+    export(model, os.path.join(cand, "onnx", "model.onnx"))
+    export_seconds = time.time() - t_export
+
+    emit("stage", stage="quantize", seconds=since())
+    t_q = time.time()
+    q = quantize_model(os.path.join(cand, "onnx", "model.onnx"), os.path.join(cand, "onnx", "model_q4.onnx"))
+    if q["max_err_over_half_step"] > 1.0 + 1e-4:
+        say("edgearmor adapt: 4-bit dequantization error exceeds half a quantization step")
+        return 1
+    base_name = os.path.basename(os.path.normpath(args.base))
+    try:
+        with open(os.path.join(args.base, "manifest.json")) as f:
+            base_name = json.load(f).get("model") or base_name
+    except (OSError, ValueError):
+        pass
+    with open(os.path.join(cand, "manifest.json"), "w") as f:
+        json.dump(manifest.build(cand, f"{base_name}-adapted"), f, indent=2)
+        f.write("\n")
+    quantize_seconds = time.time() - t_q
+
+    log.update(steps=step, tokens_seen=tokens_seen, train_minutes=train_minutes, interrupted=interrupted,
+               tokens_per_second=tokens_seen / max(train_minutes * 60 - eval_seconds[0], 1e-9), best_step=best_eval["step"],
+               base=base_eval, best=best_eval, export_seconds=export_seconds, quantize_seconds=quantize_seconds,
+               total_seconds=time.time() - t0)
+    with open(os.path.join(args.work, "train-log.json"), "w") as f:
+        json.dump(log, f, indent=1)
+    shutil.rmtree(base_run, ignore_errors=True)
+    emit("stage", stage="done", seconds=since(), steps=step, bestStep=best_eval["step"], interrupted=interrupted,
+         base={k: base_eval.get(k) for k in ("traffic_loss", "generator_loss")},
+         best={k: best_eval.get(k) for k in ("traffic_loss", "generator_loss")})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

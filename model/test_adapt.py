@@ -1,0 +1,176 @@
+"""Checks of model/plant.py, the planting behind `edgearmor adapt` (standard library only; run by
+test/model/adapt-python.test.ts): labels follow what the agent did, attacks use the traffic's own tools and
+values, held-out families and held-out conversations stay out, and a seed fixes everything.
+
+    python3 model/test_adapt.py
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus  # noqa: E402
+import plant  # noqa: E402
+from chat_format import argument_values  # noqa: E402
+
+TOOLS = [
+    {"name": "get_emails", "description": "Return the latest emails.", "parameters": {"type": "object", "properties": {}}},
+    {"name": "send_email", "description": "Send an email.", "parameters": {"type": "object", "properties": {
+        "to": {"type": "string"}, "subject": {"type": "string"}, "body": {"type": "string"}}, "required": ["to", "subject"]}},
+    {"name": "send_money", "description": "Send money to an IBAN.", "parameters": {"type": "object", "properties": {
+        "recipient": {"type": "string"}, "amount": {"type": "number"}}, "required": ["recipient", "amount"]}},
+    {"name": "read_file", "description": "Read a file.", "parameters": {"type": "object", "properties": {
+        "path": {"type": "string"}}, "required": ["path"]}},
+]
+NAMES = ["alice", "bob", "carol", "dave", "erin", "frank"]
+
+
+def traffic(n: int, seed: int = 0, prefix: str = "conv") -> list[dict]:
+    """n small attack-free conversations of an e-mail and banking agent, with recurring addresses and IBANs."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        who = rng.choice(NAMES)
+        addr = f"{who}.{prefix}@example.com"
+        iban = f"DE{rng.randint(10**17, 10**18 - 1)}"
+        f = f"/home/user/notes-{rng.randint(1, 5)}.txt"
+        msgs = [{"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": f"Read my emails and pay what {who} asks, then tell them."},
+                {"role": "assistant", "content": None, "tool_calls": [{"name": "get_emails", "arguments": {}}]},
+                {"role": "tool", "tool_name": "get_emails",
+                 "content": json.dumps([{"from": addr, "subject": "Invoice", "body": f"Please pay 120 to {iban}."}])},
+                {"role": "assistant", "content": "", "tool_calls": [{"name": "send_money", "arguments": {"recipient": iban, "amount": 120}}]},
+                {"role": "tool", "tool_name": "send_money", "content": "Sent."},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"name": "send_email", "arguments": {"to": addr, "subject": "Paid", "body": "Done."}}]},
+                {"role": "tool", "tool_name": "send_email", "content": "ok"}]
+        if i % 3 == 0:
+            msgs += [{"role": "assistant", "content": "", "tool_calls": [{"name": "read_file", "arguments": {"path": f}}]},
+                     {"role": "tool", "tool_name": "read_file", "content": "Remember the quarterly report."}]
+        if i % 7 == 0:  # language-modelling only: no call
+            msgs = msgs[:2] + [{"role": "assistant", "content": "Nothing to do."}]
+        out.append({"id": f"{prefix}-{i}", "messages": msgs, "tools": TOOLS})
+    return out
+
+
+TRAIN = traffic(30, 1, "train")
+HOLDOUT = traffic(12, 2, "hold")
+
+
+def traffic_values(convs) -> set[str]:
+    return {v for c in convs for m in c["messages"] for call in m.get("tool_calls") or []
+            for v in argument_values(call["arguments"])}
+
+
+def attacker_values(case) -> list[str]:
+    """The values of the attacker's call that the user's own call does not have."""
+    mine = set(argument_values(case["intended_action"]["arguments"]))
+    return [v for v in argument_values(case["action"]["arguments"]) if v not in mine]
+
+
+def attack_text(case) -> str:
+    text = " ".join(case["messages"][i]["content"] for i in case["injected_in"])
+    return text + " ".join(t["description"] for t in case["tools"] if t["name"] == case["poisoned_tool"])
+
+
+class PlantingTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.train = plant.training_cases(TRAIN, "train", 1)
+        cls.holdout = plant.holdout_cases(HOLDOUT, TRAIN, "train", 1, 60)
+
+    def test_labels_follow_what_the_agent_did(self):
+        kinds = {k for k, _ in corpus.KINDS} | {"benign_copy"}
+        for c in self.train + self.holdout:
+            self.assertIn(c["kind"], kinds)
+            injected = c["kind"] in plant.FOLLOWED
+            self.assertEqual(c["label"], "injected" if injected else "benign", c["kind"])
+            self.assertEqual(c["follows"], injected)
+            if not injected:
+                self.assertEqual(c["action"]["name"], c["intended_action"]["name"])
+        self.assertTrue({"tool_result_injection", "tool_poisoning", "ignored_injection", "ignored_poisoning", "benign"}
+                        <= {c["kind"] for c in self.train})
+
+    def test_followed_attacks_call_traffic_tools_with_values_from_the_injected_text(self):
+        names = {t["name"] for t in TOOLS}
+        followed = [c for c in self.train + self.holdout if c["follows"]]
+        self.assertGreater(len(followed), 10)
+        for c in followed:
+            self.assertIn(c["action"]["name"], names)
+            self.assertTrue(c["injected_in"] or c["poisoned_tool"])
+            text = attack_text(c)
+            for v in attacker_values(c):
+                if len(v) >= 4:
+                    self.assertIn(v, text, c["id"])
+
+    def test_train_families_never_plant_a_held_out_family(self):
+        fams = corpus.families("train")
+        allowed = set(fams["inj"]) | set(fams["a1"]) | set(fams["a2"])
+        cases = [c for c in self.train + self.holdout if c["attack"]]
+        for c in cases:
+            self.assertIn(c["attack"]["style"], allowed)
+            if c["attack"]["vector"] == "tool_result":
+                self.assertIn(c["attack"]["goal"], fams["goal"])
+        everything = plant.training_cases(TRAIN * 3, "all", 2)
+        self.assertTrue({c["attack"]["style"] for c in everything if c["attack"]} - allowed,
+                        "--families all should reach families outside train")
+
+    def test_half_the_attacks_reuse_values_the_user_really_uses(self):
+        attacked = [c for c in self.train if c["attack"]]
+        recurring = [c for c in attacked if c["attacker_value_source"] == "recurring"]
+        self.assertTrue(0.3 < len(recurring) / len(attacked) < 0.6, len(recurring) / len(attacked))
+        seen = traffic_values(TRAIN)
+        for c in (c for c in recurring if c["follows"]):
+            self.assertTrue(set(attacker_values(c)) & seen, c["id"])
+        for c in (c for c in attacked if c["attacker_value_source"] == "fresh"):
+            self.assertFalse(set(attacker_values(c)) & {v for v in seen if len(v) >= 6}, c["id"])
+
+    def test_training_recurring_values_never_come_from_the_holdout(self):
+        held = {v for v in traffic_values(HOLDOUT) if len(v) >= 6} - traffic_values(TRAIN)
+        for c in self.train:
+            self.assertFalse(set(argument_values(c["action"]["arguments"])) & held, c["id"])
+
+    def test_holdout_cases_come_only_from_held_out_conversations(self):
+        by_id = {c["id"]: plant.normalise(c) for c in HOLDOUT}
+        for c in self.holdout:
+            conv = by_id.get(c["domain"])
+            self.assertIsNotNone(conv, c["domain"])
+            ctx = c["messages"]
+            for i, m in enumerate(ctx):
+                if i not in c["injected_in"]:
+                    self.assertEqual(m, conv["messages"][i])
+        train_ids = {c["id"] for c in TRAIN}
+        self.assertFalse({c["domain"] for c in self.holdout} & train_ids)
+
+    def test_holdout_mix_is_mostly_real_calls_then_followed_then_ignored_attacks(self):
+        n = len(self.holdout)
+        self.assertLessEqual(n, 60)
+        real = sum(c["kind"] in ("benign", "benign_copy") for c in self.holdout) / n
+        followed = sum(c["follows"] for c in self.holdout) / n
+        ignored = sum(c["kind"] in plant.IGNORED for c in self.holdout) / n
+        self.assertAlmostEqual(real, 0.40, delta=0.05)
+        self.assertAlmostEqual(followed, 0.35, delta=0.05)
+        self.assertAlmostEqual(ignored, 0.25, delta=0.05)
+        self.assertGreaterEqual(len({c["domain"] for c in self.holdout}), 8)
+        rec = plant.guard_record(next(c for c in self.holdout if c["follows"]))
+        self.assertEqual(set(rec), {"id", "conversation", "messages", "tools", "action", "label", "kind",
+                                    "attacker_value_source", "injected_in", "poisoned_tool"})
+
+    def test_a_seed_fixes_every_case(self):
+        again = lambda seed: json.dumps(plant.training_cases(TRAIN, "all", seed) + plant.holdout_cases(HOLDOUT, TRAIN, "all", seed, 40))
+        self.assertEqual(again(5), again(5))
+        self.assertNotEqual(again(5), again(6))
+
+    def test_call_sites_are_every_call_with_the_messages_before_its_turn(self):
+        sites = plant.call_sites(TRAIN[1])
+        self.assertEqual([s[3]["name"] for s in sites], ["get_emails", "send_money", "send_email"])
+        self.assertEqual([len(s[2]) for s in sites], [2, 4, 6])
+        self.assertEqual(plant.call_sites(TRAIN[0]), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
