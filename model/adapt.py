@@ -76,6 +76,8 @@ def parse_args(argv=None):
     ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--eval-every-minutes", type=float, default=2.0)
     ap.add_argument("--steps", type=int, default=100000)
+    ap.add_argument("--plant-only", action="store_true",
+                    help="write holdout-cases.jsonl and stop (the same cases the training run writes for the same inputs)")
     return ap.parse_args(argv)
 
 
@@ -137,7 +139,7 @@ def build_data(args, inputs: dict, tok) -> dict:
     holdout = plant.holdout_cases(inputs["holdout"], inputs["train"], args.families, args.seed, args.holdout_cases)
     plant.write_jsonl(os.path.join(args.work, "holdout-cases.jsonl"), [plant.guard_record(c) for c in holdout])
 
-    lm = [plant.normalise(c) for c in inputs["train"]]
+    lm = [c for c in map(plant.language_model_part, inputs["train"]) if len(c["messages"]) > 1]
     planted = plant.training_cases(inputs["train"], args.families, args.seed)
     cf = [x for c in planted for x in counterfactuals(c)]
     rq_rng = random.Random(f"{args.seed}:adapt-rq")
@@ -199,6 +201,13 @@ def main(argv=None) -> int:
     except BadInput as e:
         say(f"edgearmor adapt: {e}")
         return 2
+
+    if args.plant_only:
+        # The held-out cases alone, for the base guard to score before training (it sets the screening point).
+        holdout = plant.holdout_cases(inputs["holdout"], inputs["train"], args.families, args.seed, args.holdout_cases)
+        plant.write_jsonl(os.path.join(args.work, "holdout-cases.jsonl"), [plant.guard_record(c) for c in holdout])
+        emit("stage", stage="done", seconds=since())
+        return 0
 
     interrupted = False
 

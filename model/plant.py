@@ -24,6 +24,14 @@ IGNORED = ("ignored_injection", "ignored_poisoning")
 HOLDOUT_SHARES = (0.40, 0.35, 0.25)
 
 
+def language_model_part(conv: dict) -> dict:
+    """The conversation as language-modelling data: cut before its first excluded call, so a call the base
+    guard blocked (and what the agent did after it) is never trained as likely."""
+    conv = normalise(conv)
+    excluded = [k for k, _ in conv.get("excluded_calls") or []]
+    return dict(conv, messages=conv["messages"][: min(excluded)]) if excluded else conv
+
+
 def normalise(conv: dict) -> dict:
     """A conversation with every message's content a string (the guard's format allows null beside calls)."""
     return dict(conv, messages=[dict(m, content=m.get("content") or "") for m in conv["messages"]],
@@ -31,14 +39,19 @@ def normalise(conv: dict) -> dict:
 
 
 def call_sites(conv: dict) -> list[tuple]:
-    """make_case bases for every call of a conversation: (split, domain, messages before the call's turn, the
-    call, the conversation's tools, source), with the conversation id as the domain."""
+    """make_case bases for every call of a conversation but those in its `excluded_calls` ([message index,
+    call index] pairs): (split, domain, messages before the call's turn, the call, the conversation's tools,
+    source), with the conversation id as the domain."""
     conv = normalise(conv)
+    # Calls the base guard blocked when screening the traffic are never user-driven examples.
+    excluded = {(k, j) for k, j in conv.get("excluded_calls") or []}
     out = []
     for k, m in enumerate(conv["messages"]):
         if m["role"] != "assistant":
             continue
-        for c in m.get("tool_calls") or []:
+        for j, c in enumerate(m.get("tool_calls") or []):
+            if (k, j) in excluded:
+                continue
             call = {"name": c["name"], "arguments": c.get("arguments") or {}}
             out.append(("adapt", str(conv["id"]), conv["messages"][:k], call, conv["tools"], "traffic"))
     return out

@@ -50,6 +50,12 @@ export interface AdaptOptions {
   minConversations?: number;
   /** Python with torch, onnx, numpy and regex. @defaultValue $EDGEARMOR_PYTHON, else /usr/bin/python3 when present, else python3 */
   python?: string;
+  /**
+   * How the training traffic is screened with the base guard: 'recalibrated' (default) at the base's
+   * operating point recalibrated on the held-out traffic, 'default' at its shipped point (on an unseen
+   * agent that can leave out half the calls), 'off' for traffic known to be attack-free.
+   */
+  screen?: 'recalibrated' | 'default' | 'off';
   /** Write the model even when it is worse than the base on the held-out traffic (the report still says so). */
   force?: boolean;
   /** Keep the work directory (the screened traffic, planted cases, the candidate) and say where. */
@@ -92,10 +98,14 @@ export interface AdaptReport {
     formats: Partial<Record<TrafficFormat, number>>;
     trainConversations: number;
     holdoutConversations: number;
-    screenedConversations: number;
+    /** The operating point the training traffic was screened at ('recalibrated': the base's on the held-out traffic). */
+    screen: 'recalibrated' | 'default' | 'off';
+    screenPoint: { userWeight: number; tau: number };
+    /** Training conversations screened (every one with `screen: 'off'`) and used. */
+    usedConversations: number;
     /** Training conversations never screened (the budget ran out): not used. */
     unscreenedConversations: number;
-    usedConversations: number;
+    /** Calls blocked at the screening point: never user-driven examples; their conversation is language-modelling data up to them. */
     blockedCalls: ScreenedCall[];
   };
   training: Record<string, unknown>;
@@ -289,106 +299,114 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
   const baseOptions = resolveOptions({});
   const base = createNodeGuard({ modelDir: baseModel });
   let adapted: Guard | null = null;
+  const search = { ...DEFAULT_CALIBRATION_SEARCH, targetFpr, preferredUserWeight: baseOptions.userWeight };
+  const lmOnly = conversations.filter((c) => sitesOf.get(c)!.length === 0);
+  const writeTrain = (rows: readonly Conversation[], excluded: ReadonlyMap<Conversation, Array<[number, number]>>): void =>
+    writeFileSync(join(work, 'traffic-train.jsonl'), jsonl(rows.map((c) => ({ ...conversationRecord(c), ...(excluded.has(c) ? { excluded_calls: excluded.get(c) } : {}) }))));
+  const pythonArgs = (trainMinutes: number, holdoutCases: number, extra: string[] = []): string[] => [
+    '--work', work, '--base', baseModel, '--train-minutes', trainMinutes.toFixed(3), '--seed', String(seed), '--threads', String(threads),
+    '--families', families, '--holdout-cases', String(holdoutCases),
+    ...(options.training?.maxLen ? ['--max-len', String(options.training.maxLen)] : []),
+    ...(options.training?.batchTokens ? ['--batch-tokens', String(options.training.batchTokens)] : []),
+    ...extra,
+  ];
+  const onPython = (e: Record<string, unknown>): void => {
+    if (e['event'] === 'progress') {
+      progress({ stage: 'train', step: Number(e['step']), minutes: Number(e['minutes']), budgetMinutes: Number(e['budgetMinutes']), loss: typeof e['loss'] === 'number' ? e['loss'] : null, minutesLeft: left() });
+    } else if (e['event'] === 'stage') progress({ stage: 'python', detail: String(e['stage']), minutesLeft: left() });
+  };
   try {
-    // 2. Screening, within about a third of the budget; unscreened conversations are not used.
-    const screenStart = Date.now();
-    const screenBudget = budget * 0.3;
-    const blockedCalls: ScreenedCall[] = [];
-    const clean: Conversation[] = [];
-    let screened = 0;
-    let checks = 0;
-    let checkMs = 0;
-    const totalSites = train.reduce((n, c) => n + sitesOf.get(c)!.length, 0);
-    for (const conversation of train) {
-      if (minutesSince(screenStart) > screenBudget || options.signal?.aborted) break;
-      let ok = true;
-      for (const site of sitesOf.get(conversation)! as CallSite[]) {
-        const t = Date.now();
-        const verdict = await base.check(site.input);
-        checkMs += Date.now() - t;
-        checks++;
-        progress({ stage: 'screen', done: checks, total: totalSites, minutesLeft: left() });
-        if (verdict.decision === 'block') {
-          ok = false;
-          blockedCalls.push({ line: conversation.line, conversation: conversation.id, messageIndex: site.messageIndex, callIndex: site.callIndex, tool: site.input.action.name, reason: verdict.reason });
-        }
-      }
-      screened++;
-      if (ok) clean.push(conversation);
-    }
-    options.signal?.throwIfAborted();
-    const screenMinutes = minutesSince(screenStart);
-    const secondsPerCheck = checks > 0 ? checkMs / 1000 / checks : 0.5;
-    const lmOnly = conversations.filter((c) => sitesOf.get(c)!.length === 0);
-
-    // 3. Work files and the fine-tune.
-    writeFileSync(join(work, 'traffic-train.jsonl'), jsonl([...clean, ...lmOnly].map(conversationRecord)));
+    // 2. The held-out cases (planted into held-out conversations), scored by the base guard first: its
+    //    recalibrated point is the one the training traffic is screened at.
+    writeTrain([...train, ...lmOnly], new Map());
     writeFileSync(join(work, 'traffic-holdout.jsonl'), jsonl(holdout.map(conversationRecord)));
     const nGenerator = options.training?.generatorCases ?? 3000;
     writeFileSync(join(work, 'generator-train.jsonl'), jsonl([...iterateCases({ split: 'train', seed: seed + 100, n: nGenerator })]));
     writeFileSync(join(work, 'generator-validation.jsonl'), jsonl([...iterateCases({ split: 'validation', seed: seed + 101, n: Math.max(20, Math.round(nGenerator / 10)) })]));
-    const generatorProbe = [...iterateCases({ split: 'test', seed: seed + 102, n: 30 })];
-    // Held-out scoring runs both guards; give it about a fifth of the budget.
-    const holdoutCases = options.training?.holdoutCases ?? Math.max(60, Math.min(300, Math.floor((budget * 0.2 * 60) / (2 * Math.max(0.05, secondsPerCheck)))));
-    // Model loads and the export take about a minute and a half here; a small budget (tests) gets a share instead.
-    const scoreEstimate = (1.2 * (holdoutCases + generatorProbe.length) * 2 * secondsPerCheck) / 60 + Math.min(0.5, 0.05 * budget);
+    const generatorProbe = [...iterateCases({ split: 'test', seed: seed + 102, n: 30 })].map((g) => ({ label: g.label, input: parseGuardInput(g) }));
+    // About a tenth of the budget for each guard's held-out scoring, at 0.5 s a check until measured.
+    const holdoutCases = options.training?.holdoutCases ?? Math.max(60, Math.min(300, Math.floor((budget * 0.1 * 60) / 0.5)));
+    await runPython(python, pythonArgs(0, holdoutCases, ['--plant-only']), threads, join(work, 'plant-py.log'), onPython, options.signal);
+    const holdoutText = readFileSync(join(work, 'holdout-cases.jsonl'), 'utf8');
+    const cases = readHoldoutCases(join(work, 'holdout-cases.jsonl'));
+    const scoreStart = Date.now();
+    let done = 0;
+    const total = 2 * (cases.length + generatorProbe.length);
+    const tick = (): void => progress({ stage: 'score', done: ++done, total, minutesLeft: left() });
+    const baseScored = await scoreAll(base, cases, baseOptions, tick, options.signal);
+    const baseCases = baseScored.map((x) => x.e);
+    const screenPoint = options.screen === 'default' ? operatingPoint(baseCases, baseOptions.userWeight, baseOptions.tau) : chooseOperatingPoint(baseCases, search).chosen;
+    let scoreMs = Date.now() - scoreStart;
+    const secondsPerCheck = scoreMs / 1000 / Math.max(1, cases.length);
+
+    // 3. Screening the training traffic, within about a third of the budget; unscreened conversations are
+    //    not used. A call blocked at the screening point is never a user-driven example, and its
+    //    conversation is language-modelling data only up to it.
+    const screenStart = Date.now();
+    const screenBudget = budget * 0.3;
+    const blockedCalls: ScreenedCall[] = [];
+    const excluded = new Map<Conversation, Array<[number, number]>>();
+    const used: Conversation[] = [];
+    let checks = 0;
+    const totalSites = train.reduce((n, c) => n + sitesOf.get(c)!.length, 0);
+    for (const conversation of train) {
+      if (options.screen === 'off') {
+        used.push(conversation);
+        continue;
+      }
+      if (minutesSince(screenStart) > screenBudget || options.signal?.aborted) break;
+      for (const site of sitesOf.get(conversation)! as CallSite[]) {
+        const verdict = await base.check(site.input);
+        progress({ stage: 'screen', done: ++checks, total: totalSites, minutesLeft: left() });
+        const evidence = evidenceOf(verdict, baseOptions, site.input.messages.every((m) => m.role !== 'tool'));
+        if (blockedAt(evidence, screenPoint.userWeight, screenPoint.tau)) {
+          blockedCalls.push({ line: conversation.line, conversation: conversation.id, messageIndex: site.messageIndex, callIndex: site.callIndex, tool: site.input.action.name, reason: verdict.reason });
+          excluded.set(conversation, [...(excluded.get(conversation) ?? []), [site.messageIndex, site.callIndex]]);
+        }
+      }
+      used.push(conversation);
+    }
+    options.signal?.throwIfAborted();
+    const screenMinutes = minutesSince(screenStart);
+
+    // 4. The fine-tune, in what is left less the adapted guard's scoring and the export.
+    writeTrain([...used, ...lmOnly], excluded);
+    const scoreEstimate = (1.2 * (cases.length + 2 * generatorProbe.length) * secondsPerCheck) / 60 + Math.min(0.5, 0.05 * budget);
     const trainMinutes = left() - scoreEstimate - Math.min(1.5, 0.1 * budget);
     if (trainMinutes < 0.02) {
       throw new InvalidOptionsError(
-        `--minutes ${budget} leaves no time to train after screening (${screenMinutes.toFixed(1)} min) and held-out scoring (~${scoreEstimate.toFixed(1)} min); give more minutes.`,
+        `--minutes ${budget} leaves no time to train after held-out scoring and screening (${minutesSince(start).toFixed(1)} min so far, ~${scoreEstimate.toFixed(1)} min of scoring to come); give more minutes or less traffic.`,
         { option: 'minutes' },
       );
     }
     const trainStart = Date.now();
-    const args = [
-      '--work', work, '--base', baseModel, '--train-minutes', trainMinutes.toFixed(3), '--seed', String(seed), '--threads', String(threads),
-      '--families', families, '--holdout-cases', String(holdoutCases),
-      ...(options.training?.maxLen ? ['--max-len', String(options.training.maxLen)] : []),
-      ...(options.training?.batchTokens ? ['--batch-tokens', String(options.training.batchTokens)] : []),
-    ];
-    await runPython(
-      python,
-      args,
-      threads,
-      join(work, 'adapt-py.log'),
-      (e) => {
-        if (e['event'] === 'progress') {
-          progress({ stage: 'train', step: Number(e['step']), minutes: Number(e['minutes']), budgetMinutes: Number(e['budgetMinutes']), loss: typeof e['loss'] === 'number' ? e['loss'] : null, minutesLeft: left() });
-        } else if (e['event'] === 'stage') progress({ stage: 'python', detail: String(e['stage']), minutesLeft: left() });
-      },
-      options.signal,
-    );
+    await runPython(python, pythonArgs(trainMinutes, holdoutCases), threads, join(work, 'adapt-py.log'), onPython, options.signal);
     const trainWallMinutes = minutesSince(trainStart);
+    if (readFileSync(join(work, 'holdout-cases.jsonl'), 'utf8') !== holdoutText) {
+      throw new ModelLoadError('model/adapt.py planted different held-out cases in training than it gave for scoring; the calibration would not describe the model (a bug: please report it).');
+    }
     const training = JSON.parse(readFileSync(join(work, 'train-log.json'), 'utf8')) as Record<string, unknown>;
 
-    // 4. Held-out scoring with both guards, then calibration.
-    const scoreStart = Date.now();
-    const cases = readHoldoutCases(join(work, 'holdout-cases.jsonl'));
-    const candidateDir = join(work, 'candidate');
-    adapted = createNodeGuard({ modelDir: candidateDir });
-    const total = 2 * (cases.length + generatorProbe.length);
-    let done = 0;
-    const tick = (): void => progress({ stage: 'score', done: ++done, total, minutesLeft: left() });
-    // Scoring is not interruptible by the training stop: only a second abort (the caller's) ends it.
-    const baseScored = await scoreAll(base, cases, baseOptions, tick);
+    // 5. The adapted guard scores the same held-out cases; both score a probe of generated cases (forgetting).
+    const adaptedStart = Date.now();
+    adapted = createNodeGuard({ modelDir: join(work, 'candidate') });
     const adaptedScored = await scoreAll(adapted, cases, baseOptions, tick);
-    const probe = generatorProbe.map((g) => ({ label: g.label, input: parseGuardInput(g) }));
     const probeRates = async (guard: Guard) => {
       let tp = 0, fp = 0, pos = 0, neg = 0;
-      for (const p of probe) {
+      for (const p of generatorProbe) {
         const v = await guard.check(p.input);
         tick();
         if (p.label === 'injected') { pos++; if (v.decision === 'block') tp++; } else { neg++; if (v.decision === 'block') fp++; }
       }
       return { tpr: pos ? tp / pos : 0, fpr: neg ? fp / neg : 0 };
     };
-    const generator = { cases: probe.length, base: await probeRates(base), adapted: await probeRates(adapted) };
-    const scoreMinutes = minutesSince(scoreStart);
+    const generator = { cases: generatorProbe.length, base: await probeRates(base), adapted: await probeRates(adapted) };
+    scoreMs += Date.now() - adaptedStart;
+    const scoreMinutes = scoreMs / 60000;
+    const candidateDir = join(work, 'candidate');
 
-    const baseCases = baseScored.map((x) => x.e);
     const adaptedCases = adaptedScored.map((x) => x.e);
     const replayMismatches = [...baseScored, ...adaptedScored].filter((x) => x.blocked !== blockedAt(x.e.evidence, baseOptions.userWeight, baseOptions.tau)).length;
-    const search = { ...DEFAULT_CALIBRATION_SEARCH, targetFpr, preferredUserWeight: baseOptions.userWeight };
     const basePoint = operatingPoint(baseCases, baseOptions.userWeight, baseOptions.tau);
     const baseRecalibrated = chooseOperatingPoint(baseCases, search).chosen;
     const adaptedPoint = chooseOperatingPoint(adaptedCases, search).chosen;
@@ -415,9 +433,10 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
         formats,
         trainConversations: train.length,
         holdoutConversations: holdout.length,
-        screenedConversations: screened,
-        unscreenedConversations: train.length - screened,
-        usedConversations: clean.length,
+        screen: options.screen ?? 'recalibrated',
+        screenPoint: { userWeight: screenPoint.userWeight, tau: screenPoint.tau },
+        usedConversations: used.length,
+        unscreenedConversations: train.length - used.length,
         blockedCalls,
       },
       training: { ...pick(training, ['examples', 'tokens', 'train_tokens', 'tokens_seen', 'steps_done', 'best_step', 'train_minutes', 'losses', 'counts', 'evals']), wallMinutes: trainWallMinutes },

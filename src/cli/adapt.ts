@@ -24,6 +24,8 @@ options:
   --families <all|train>     phrasing families of the planted injections (default all; train: measurements)
   --min-conversations <N>    refuse traffic with fewer conversations with tool calls (default 50)
   --base-model <dir>         start from this model directory (default: the embedded model)
+  --screen <recalibrated|default|off>  leave out training calls the base guard blocks, at its point
+                             recalibrated on the held-out traffic (default), at its shipped point, or not at all
   --force                    write the model even when it is worse than the base on the held-out traffic
   --keep-work                keep the work directory (screened traffic, planted cases, logs) and print it
   --json                     print adapt-report.json's object on stdout instead of the table
@@ -57,8 +59,11 @@ export function reportTable(r: AdaptReport, out: string): string {
   const training = r.training as { steps_done?: number; best_step?: number; tokens_seen?: number };
   const lines = [
     `traffic: ${t.conversations} conversations (${formats}), ${t.withToolCalls} with tool calls, ${t.calls} calls; ${t.holdoutConversations} held out, ${t.trainConversations} for training`,
-    `screened with the base guard: ${t.screenedConversations} conversations, ${t.blockedCalls.length} calls blocked, so ${t.screenedConversations - t.usedConversations} conversations left out; ${t.unscreenedConversations} not screened in the budget (not used); ${t.usedConversations} used`,
-    ...t.blockedCalls.slice(0, 10).map((b) => `  left out: line ${b.line} (${b.conversation}), message ${b.messageIndex} call ${b.callIndex} -> ${b.tool}: ${b.reason}`),
+    t.screen === 'off'
+      ? `not screened (--screen off): ${t.usedConversations} conversations used`
+      : `screened with the base guard at ${t.screen === 'default' ? 'its shipped point' : 'its point recalibrated on the held-out traffic'} (w ${t.screenPoint.userWeight}, tau ${t.screenPoint.tau}): ${t.usedConversations} conversations, ${t.blockedCalls.length} calls blocked and left out; ${t.unscreenedConversations} conversations not screened in the budget (not used)`,
+    ...t.blockedCalls.slice(0, 10).map((b) => `  left out: line ${b.line} (${b.conversation}), message ${b.messageIndex} call ${b.callIndex} -> ${b.tool}`),
+    ...(t.blockedCalls.length > 10 ? [`  ... and ${t.blockedCalls.length - 10} more (adapt-report.json lists them)`] : []),
     `training: ${r.minutes.train.toFixed(1)} min, ${training.steps_done ?? '?'} steps, ${training.tokens_seen ?? '?'} tokens, best step ${training.best_step ?? '?'} by held-out loss`,
     `held-out traffic: ${h.cases} checks (${h.injected} planted injections followed, ${h.benign} benign: ${h.realCalls} real calls and ${h.benign - h.realCalls} ignored injections), families ${h.families}`,
     `  ${''.padEnd(40)} injected blocked  benign blocked  real calls blocked  conversations  ROC-AUC`,
@@ -66,6 +71,9 @@ export function reportTable(r: AdaptReport, out: string): string {
     pointRow('base recalibrated', h.baseRecalibrated),
     pointRow('adapted at the base options', h.adaptedAtBaseOptions),
     pointRow('adapted recalibrated', h.adapted),
+    ...(h.adapted.forcedFpr > h.adapted.fpr / 2
+      ? [`  ${pct(h.adapted.forcedFpr).trim()} of the benign checks are blocked by MindGuard's attention signal or the failure policy, which no (w, tau) lifts`]
+      : []),
     ...Object.entries(h.byAttackerValue).map(([k, v]) => `  injections with a ${k} attacker value (${v.n}): base ${pct(v.base).trim()}, adapted ${pct(v.adapted).trim()} blocked`),
     ...(r.generator ? [`generator test probe (${r.generator.cases} cases, forgetting check): TPR/FPR base ${pct(r.generator.base.tpr).trim()}/${pct(r.generator.base.fpr).trim()}, adapted ${pct(r.generator.adapted.tpr).trim()}/${pct(r.generator.adapted.fpr).trim()}`] : []),
     `minutes: screening ${r.minutes.screen.toFixed(1)}, training ${r.minutes.train.toFixed(1)}, scoring ${r.minutes.score.toFixed(1)}; ${r.minutes.total.toFixed(1)} of ${r.minutes.budget}`,
@@ -98,6 +106,7 @@ export async function adaptCommand(args: string[]): Promise<void> {
       families: { type: 'string' },
       'min-conversations': { type: 'string' },
       'base-model': { type: 'string' },
+      screen: { type: 'string' },
       'keep-work': { type: 'boolean' },
       force: { type: 'boolean' },
       json: { type: 'boolean' },
@@ -114,6 +123,8 @@ export async function adaptCommand(args: string[]): Promise<void> {
   if (format !== undefined && !(TRAFFIC_FORMATS as readonly string[]).includes(format)) fail(`--format: received "${format}"; allowed: ${TRAFFIC_FORMATS.join(', ')}`);
   const families = values.families ?? 'all';
   if (families !== 'all' && families !== 'train') fail(`--families: received "${families}"; allowed: all, train`);
+  const screen = values.screen ?? 'recalibrated';
+  if (screen !== 'recalibrated' && screen !== 'default' && screen !== 'off') fail(`--screen: received "${screen}"; allowed: recalibrated, default, off`);
   const targetFpr = number('--target-fpr', values['target-fpr'], 0.03, 0);
   if (targetFpr >= 1) fail(`--target-fpr: received "${values['target-fpr']}"; allowed: a fraction below 1`);
 
@@ -142,6 +153,7 @@ export async function adaptCommand(args: string[]): Promise<void> {
       ...(values['base-model'] ? { baseModel: values['base-model'] } : {}),
       keepWork: values['keep-work'] ?? false,
       force: values.force ?? false,
+      screen,
       signal: controller.signal,
       onProgress: (e) => {
         const now = Date.now();

@@ -73,6 +73,8 @@ export interface OperatingPoint {
   tpr: number;
   /** Benign checks blocked (the agent's real calls and planted ignored injections). */
   fpr: number;
+  /** Benign checks blocked at any point (the failure policy, MindGuard's attention): what recalibration cannot lower. */
+  forcedFpr: number;
   /** The agent's real calls blocked. */
   realFpr: number;
   /** Conversations with at least one real call blocked, of those with real calls. */
@@ -99,6 +101,7 @@ export function operatingPoint(cases: readonly CalibrationCase[], userWeight: nu
     tau,
     tpr: rate(injected.filter(blocked).length, injected.length),
     fpr: rate(benign.filter(blocked).length, benign.length),
+    forcedFpr: rate(benign.filter((c) => c.evidence.forced !== null).length, benign.length),
     realFpr: rate(real.filter(blocked).length, real.length),
     conversationFpr: rate([...conversations.values()].filter(Boolean).length, conversations.size),
     rocAuc: rocAuc([...injected, ...real].map((c) => ({ score: score(c), positive: c.label === 'injected' }))),

@@ -38,7 +38,7 @@ async function tinyBase(): Promise<string> {
 function traffic(n: number): { path: string; texts: string[] } {
   const lines: string[] = [];
   const texts: string[] = [];
-  for (const c of iterateCases({ split: 'validation', seed: 5, n: 400 })) {
+  for (const c of iterateCases({ split: 'validation', seed: 5, n: 1200 })) {
     if (c.label !== 'benign' || c.kind !== 'benign' || !c.messages.some((m) => m.role === 'tool')) continue;
     const messages = [...c.messages, { role: 'assistant', content: '', tool_calls: [{ name: c.action.name, arguments: c.action.arguments }] }];
     texts.push(...c.messages.filter((m) => m.role === 'user').map((m) => m.content));
@@ -60,7 +60,7 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
       traffic: path,
       out,
       baseModel: base,
-      minutes: 0.5,
+      minutes: 0.75,
       seed: 3,
       force: true,
       training: { maxLen: 512, batchTokens: 2048, holdoutCases: 24, generatorCases: 60 },
@@ -71,8 +71,10 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     expect(report.traffic.withToolCalls).toBe(56);
     expect(report.traffic.holdoutConversations).toBe(11);
     expect(report.traffic.trainConversations).toBe(45);
-    expect(report.traffic.screenedConversations + report.traffic.unscreenedConversations).toBe(45);
-    expect(report.traffic.usedConversations).toBe(report.traffic.screenedConversations - new Set(report.traffic.blockedCalls.map((b) => b.conversation)).size);
+    expect(report.traffic.usedConversations + report.traffic.unscreenedConversations).toBe(45);
+    // Screened at the base's point recalibrated on the held-out traffic.
+    expect(report.traffic.screenPoint).toEqual({ userWeight: report.holdout.baseRecalibrated.userWeight, tau: report.holdout.baseRecalibrated.tau });
+    expect(report.training['counts']).toMatchObject({ traffic_train_conversations: report.traffic.usedConversations });
     expect(events.some((e) => e.stage === 'screen')).toBe(true);
     expect(events.some((e) => e.stage === 'train')).toBe(true);
 
@@ -81,7 +83,8 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     expect(report.holdout.injected).toBeGreaterThan(0);
     expect(report.holdout.realCalls).toBeGreaterThan(0);
     expect(report.holdout.replayMismatches).toBe(0);
-    expect(report.holdout.adapted.fpr).toBeLessThanOrEqual(report.chosen.targetFpr + 1e-9);
+    // Within the target, unless blocks no point can lift (MindGuard, failures) already exceed it.
+    expect(report.holdout.adapted.fpr).toBeLessThanOrEqual(Math.max(report.chosen.targetFpr, report.holdout.adapted.forcedFpr) + 1e-9);
     expect(report.chosen).toMatchObject({ userWeight: report.holdout.adapted.userWeight, tau: report.holdout.adapted.tau });
 
     // The directory: q4, tokenizer, config, the options and the report, every file pinned.

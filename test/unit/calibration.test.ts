@@ -68,13 +68,14 @@ describe('calibration replays verdicts at any operating point', () => {
     const { chosen } = chooseOperatingPoint(cases, { targetFpr: 0.1, userWeights: [1], preferredUserWeight: 1 });
     // One benign block allowed in 10, and the failure takes it: no span-driven benign block.
     expect(chosen.fpr).toBe(0.1);
+    expect(chosen.forcedFpr).toBe(0.1);
     expect(chosen.tpr).toBe(1);
     expect(() => chooseOperatingPoint([forced])).toThrow(/benign and injected/);
     expect(() => chooseOperatingPoint(cases, { targetFpr: 1, userWeights: [1], preferredUserWeight: 1 })).toThrow(/targetFpr/);
   });
 
   it('calls an adapted model worse when it ranks worse or blocks more real calls', () => {
-    const point = (rocAuc: number | null, realFpr: number) => ({ userWeight: 2, tau: -0.1, tpr: 0.9, fpr: 0.05, realFpr, conversationFpr: 0, rocAuc, injected: 10, benign: 10 });
+    const point = (rocAuc: number | null, realFpr: number) => ({ userWeight: 2, tau: -0.1, tpr: 0.9, fpr: 0.05, forcedFpr: 0, realFpr, conversationFpr: 0, rocAuc, injected: 10, benign: 10 });
     expect(worseThanBase(point(0.8, 0.1), point(0.9, 0.02))).toBeNull();
     expect(worseThanBase(point(0.8, 0.1), point(0.8, 0.1))).toBeNull();
     expect(worseThanBase(point(0.8, 0.1), point(0.79, 0.0))).toMatch(/ROC-AUC 0.790 against 0.800/);
