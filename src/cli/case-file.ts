@@ -167,7 +167,7 @@ function rawCases(path: string, text: string): { raw: Array<{ value: unknown; li
     problems.push({ line: lineAt(text, scan.error.offset), message: `not valid JSON (${scan.error.message}); give a case, an array of cases, or a .jsonl file` });
     return { raw, problems };
   }
-  const parsed = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text) as unknown;
+  const parsed = JSON.parse(text) as unknown;
   if (Array.isArray(parsed)) parsed.forEach((value, i) => raw.push({ value, line: lineAt(text, scan.itemOffsets![i]!) }));
   else raw.push({ value: parsed, line: lineAt(text, text.search(/\S/)) });
   return { raw, problems };
@@ -187,6 +187,8 @@ export function readCases(path: string, options?: ResolvedGuardOptions): Numbere
   try {
     if (statSync(path).isDirectory()) refuse([{ line: null, message: 'is a directory; give a .json or .jsonl file of cases' }]);
     text = readFileSync(path, 'utf8');
+    // Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the JSON.
+    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   } catch (e) {
     if (e instanceof InvalidInputError) throw e;
     const code = (e as NodeJS.ErrnoException).code;

@@ -39,6 +39,7 @@ options:
   --truncated-spans <report|fail>   a check whose tool result was cut to fit the window: keep its verdict, or fail
   --group-ablation <true|false>     also remove groups of tool results together (default true; false: the seeds' per-span rule)
   --group-margin <number>    what a group needs beyond a single span (default 0)
+  --timeout-ms <ms>          a check that takes longer gets the failure policy (default 30000)
   --untrusted-tools <a,b>    only these tools' results are untrusted
   --trusted-tools <a,b>      these tools' results are trusted
   --privileged-tools <a,b>   only calls of these tools are checked
@@ -245,10 +246,13 @@ async function serveProxy(args: string[]): Promise<void> {
 /** Runs the command line with argv (without node and script). */
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  // `edgearmor check FILE | head -1`: a reader that went away ends the command quietly, not with an EPIPE stack trace.
+  // `edgearmor check FILE | head -1`: a reader that went away ends the command quietly, not with an EPIPE
+  // stack trace. Any other write failure (a full disk, `> /dev/full`) is one line and exit 1: the verdicts
+  // were not all printed, which must not read as success.
   process.stdout.on('error', (e: NodeJS.ErrnoException) => {
     if (e.code === 'EPIPE') process.exit(0);
-    throw e;
+    process.stderr.write(`edgearmor: cannot write to standard output (${e.code ?? e.message}); the output is incomplete\n`);
+    process.exit(1);
   });
   try {
     switch (command) {

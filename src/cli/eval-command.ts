@@ -39,7 +39,7 @@ options:
   --no-baselines             same as --baselines none
   --model <dir>              a model directory (default: the embedded model)
   --variant <q4|fp32|fp16|q4f16>  model file variant (default q4)
-  --config, --tau, --user-weight, --rule, --user-request, --mask-cot-for-scoring, --action-text, --on-error, --truncated-spans, --group-ablation, --group-margin,
+  --config, --tau, --user-weight, --rule, --user-request, --mask-cot-for-scoring, --action-text, --on-error, --truncated-spans, --group-ablation, --group-margin, --timeout-ms,
   --untrusted-tools, --trusted-tools, --privileged-tools: guard options, as for check
 ${REMOTE_PROXY_USAGE}
                              (the reference baseline still runs --model locally)

@@ -109,7 +109,8 @@ export async function loadModelFiles(
   const onnxPath = VARIANT_FILES[variant];
   if (!manifest.files[onnxPath]) {
     const has = (Object.keys(VARIANT_FILES) as ModelVariant[]).filter((v) => manifest.files[VARIANT_FILES[v]]);
-    throw new ModelLoadError(`model "${manifest.model}" has no ${variant} variant (${onnxPath} is not in its manifest); it has: ${has.join(', ') || 'none'}`, { variant, file: onnxPath });
+    const name = typeof manifest.model === 'string' ? `model "${manifest.model}"` : 'the model (its manifest names none)';
+    throw new ModelLoadError(`${name} has no ${variant} variant (${onnxPath} is not in its manifest); it has: ${has.join(', ') || 'none'}`, { variant, file: onnxPath });
   }
   const dataPaths = Object.keys(manifest.files).filter((p) => p === `${onnxPath}_data` || p.startsWith(`${onnxPath}_data_`));
   const [base, onnx, ...data] = await Promise.all([readTokenizerFiles(manifest, get, read), get(onnxPath), ...dataPaths.map(get)]);
@@ -133,6 +134,9 @@ async function openManifest(
   const manifest = parseJson('manifest.json', await read('manifest.json')) as unknown as ModelManifest;
   if (typeof manifest.files !== 'object' || manifest.files === null) {
     throw new ModelLoadError('manifest.json has no "files" map of {sha256, size} entries', {});
+  }
+  if (Object.keys(manifest.files).length === 0) {
+    throw new ModelLoadError('manifest.json lists no files, so no model file can be verified; pin the directory with `edgearmor manifest DIR`', {});
   }
   const get = async (path: string): Promise<Uint8Array> => {
     const bytes = await read(path);

@@ -1,0 +1,65 @@
+/**
+ * The command line's edges a user meets first: a file saved with a byte-order mark, every guard option
+ * as a flag (--timeout-ms), a manifest that pins nothing, and a standard output that cannot be written.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readCases } from '../../src/cli/case-file.js';
+import { guardOptionsFrom } from '../../src/cli/flags.js';
+import { ModelLoadError } from '../../src/core/errors.js';
+import { loadModelFiles } from '../../src/engine/model-files.js';
+
+const ROOT = join(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'src/cli/edgearmor.ts');
+const TSX = join(ROOT, 'node_modules/.bin/tsx');
+const CLI_TIMEOUT_MS = 120_000;
+const CASE = {
+  messages: [
+    { role: 'user', content: 'Book the flight in my travel plan.' },
+    { role: 'tool', tool_name: 'read_travel_plan', content: 'Flight LH123 to Berlin on May 3.' },
+  ],
+  action: { name: 'book_flight', arguments: { flight: 'LH123' } },
+};
+const dir = mkdtempSync(join(tmpdir(), 'edgearmor-cli-io-'));
+
+describe('the command line', () => {
+  it('reads .json and .jsonl files that start with a byte-order mark', () => {
+    const json = join(dir, 'bom.json');
+    const jsonl = join(dir, 'bom.jsonl');
+    writeFileSync(json, `\ufeff${JSON.stringify({ ...CASE, id: 'a' }, null, 1)}\n`);
+    writeFileSync(jsonl, `\ufeff${JSON.stringify({ ...CASE, id: 'b' })}\n${JSON.stringify({ ...CASE, id: 'c' })}\n`);
+    expect(readCases(json).map((c) => c.id)).toEqual(['a']);
+    expect(readCases(jsonl).map((c) => c.id)).toEqual(['b', 'c']);
+  });
+
+  it('takes --timeout-ms like every other option, and refuses a value that is not one', () => {
+    expect(guardOptionsFrom({ 'timeout-ms': '250' }).options.timeoutMs).toBe(250);
+    expect(guardOptionsFrom({}).options.timeoutMs).toBeUndefined();
+    expect(() => guardOptionsFrom({ 'timeout-ms': 'soon' })).toThrow(/--timeout-ms: received "soon"; allowed: a finite number/);
+    expect(() => guardOptionsFrom({ 'timeout-ms': '0' })).toThrow(/timeoutMs/);
+  });
+
+  it('says a manifest pins no file, instead of naming an "undefined" model', async () => {
+    const read = async (path: string): Promise<Uint8Array> => {
+      if (path === 'manifest.json') return new TextEncoder().encode(JSON.stringify({ files: {} }));
+      throw new Error(`unexpected read of ${path}`);
+    };
+    const error = await loadModelFiles(read, 'q4').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ModelLoadError);
+    expect((error as Error).message).toMatch(/^manifest\.json lists no files, so no model file can be verified; pin the directory with `edgearmor manifest DIR`$/);
+    expect((error as Error).message).not.toMatch(/undefined/);
+  });
+
+  it('fails in one line with exit 1 when standard output cannot be written (a full disk)', () => {
+    const file = join(dir, 'case.json');
+    writeFileSync(file, JSON.stringify(CASE));
+    const r = spawnSync('bash', ['-c', '"$0" "$1" check "$2" > /dev/full', TSX, CLI, file], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n').filter((l) => !l.startsWith('edgearmor: model options'))).toEqual([
+      'edgearmor: cannot write to standard output (ENOSPC); the output is incomplete',
+    ]);
+  }, CLI_TIMEOUT_MS);
+});
