@@ -10,6 +10,7 @@ import { planBackends } from '../../src/client/worker-service.js';
 import type { WebGpuAdapterLike } from '../../src/core/webgpu-adapter.js';
 import { CHROMIUM_PATH, launchChromium, watchConsole, type BrowserHandle } from './browser-helpers.js';
 import { existsSync } from 'node:fs';
+import { requirement } from '../requirements.js';
 
 const SETUP_TIMEOUT_MS = 30_000;
 
@@ -30,7 +31,7 @@ function pageGpu(page: Page) {
   };
 }
 
-describe.skipIf(!existsSync(CHROMIUM_PATH))("backend 'auto' on Chromium's software WebGPU adapter", () => {
+describe.skipIf(!requirement(existsSync(CHROMIUM_PATH), `Chromium (${CHROMIUM_PATH})`))("backend 'auto' on Chromium's software WebGPU adapter", () => {
   let server: Server;
   let browser: BrowserHandle;
   let page: Page;

@@ -18,7 +18,6 @@ import { directoryReader } from '../../src/engine/files-node.js';
 import { loadModelFiles } from '../../src/engine/model-files.js';
 import { startProxyServer } from '../../src/engine/proxy-server.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from '../engine/tiny-guard-model.js';
-import { requirement } from '../requirements.js';
 import { CAN_RUN, keepOffline, launchChromium, MODEL_DIR, PAGE_MODEL_URL, startDevServer, watchConsole, type BrowserHandle, type DemoServer } from './browser-helpers.js';
 
 // First page load transforms the worker's dependencies on the dev server (slow on a shared 2-core machine).
@@ -58,7 +57,7 @@ function expectClose(browser: Verdict, node: Verdict): void {
   expect(browser.flagged.map((f) => f.messageIndex)).toEqual(node.flagged.map((f) => f.messageIndex));
 }
 
-describe.skipIf(!(CAN_RUN && requirement(TINY_GUARD_MODEL_AVAILABLE, 'the tiny guard model (test/fixtures/tiny-proxy and the embedded tokenizer)')))('the demo on the Vite dev server in Chromium', () => {
+describe.skipIf(!(CAN_RUN && TINY_GUARD_MODEL_AVAILABLE))('the demo on the Vite dev server in Chromium', () => {
   let server: DemoServer;
   let browser: BrowserHandle;
   let external: string[];

@@ -16,7 +16,6 @@
 import { fileURLToPath } from 'node:url';
 import type { JSHandle, Page, Worker } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requirement } from '../requirements.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from '../engine/tiny-guard-model.js';
 import { CAN_RUN, keepOffline, launchChromium, startDevServer, watchConsole, type BrowserHandle, type DemoServer } from './browser-helpers.js';
 import type { CellOutcome, ChainOptions, FaultMatrixPage } from './fault-matrix-page.js';
@@ -195,7 +194,7 @@ async function runChain(
   }
 }
 
-describe.skipIf(!(CAN_RUN && requirement(TINY_GUARD_MODEL_AVAILABLE, 'the tiny guard model (test/fixtures/tiny-proxy and the embedded tokenizer)')))('the fault matrix through the worker in Chromium', () => {
+describe.skipIf(!(CAN_RUN && TINY_GUARD_MODEL_AVAILABLE))('the fault matrix through the worker in Chromium', () => {
   let server: DemoServer;
   let browser: BrowserHandle;
   let external: string[];

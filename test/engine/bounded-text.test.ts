@@ -18,9 +18,10 @@ import { createProxyTokenizer } from '../../src/engine/tokenizer.js';
 import { createNodeGuard } from '../../src/node.js';
 import type { LocalGuard } from '../../src/engine/local-guard.js';
 import type { GuardInput } from '../../src/core/types.js';
+import { requirement } from '../requirements.js';
 
 const MODEL_DIR = join(import.meta.dirname, '../../public/models/edgearmor-proxy');
-const HAS_MODEL = existsSync(join(MODEL_DIR, 'manifest.json'));
+const HAS_MODEL = requirement(existsSync(join(MODEL_DIR, 'manifest.json')), 'the embedded model');
 const WINDOW_TOKENS = 1024;
 // The reproducer: seven tool results of 999,000 CJK characters (within the documented limits).
 const RESULTS = 7;

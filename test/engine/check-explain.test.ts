@@ -6,13 +6,14 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { requirement } from '../requirements.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const EMBEDDED_MODEL = join(ROOT, 'public/models/edgearmor-proxy');
 const CLI_TIMEOUT_MS = 120_000;
 
-describe.skipIf(!existsSync(join(EMBEDDED_MODEL, 'manifest.json')))('edgearmor check --explain on the seed travel cases', () => {
+describe.skipIf(!requirement(existsSync(join(EMBEDDED_MODEL, 'manifest.json')), 'the embedded model'))('edgearmor check --explain on the seed travel cases', () => {
   it(
     'blocks, allows and blocks, with one legend, a FLAGGED row per block and an explanation per case',
     () => {

@@ -59,7 +59,7 @@ async function scoreGolden(engine: ProxyEngine, c: GoldenCase): Promise<Map<stri
   return new Map([...scores.logProbs].map(([k, v]) => [pythonKey(k), v]));
 }
 
-describe.skipIf(!requirement(existsSync(MODEL_DIR), 'the embedded model') || golden.length === 0)('the embedded proxy model', () => {
+describe.skipIf(!requirement(existsSync(MODEL_DIR), 'the embedded model') || !requirement(golden.length > 0, `golden values in ${GOLDEN_PATH}`))('the embedded proxy model', () => {
   const files: Partial<Record<'fp32' | 'q4', ModelFiles>> = {};
   beforeAll(async () => {
     files.fp32 = await loadModelFiles(directoryReader(MODEL_DIR), 'fp32');

@@ -7,13 +7,17 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildManifest } from '../../src/engine/files-node.js';
+import { requirement } from '../requirements.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const TINY = join(ROOT, 'test/fixtures/tiny-proxy');
 const EMBEDDED = join(ROOT, 'public/models/edgearmor-proxy');
 
 /** Whether the parts exist (the embedded model supplies the tokenizer). */
-export const TINY_GUARD_MODEL_AVAILABLE = existsSync(join(EMBEDDED, 'tokenizer.json')) && existsSync(join(TINY, 'onnx/model_q4.onnx'));
+export const TINY_GUARD_MODEL_AVAILABLE = requirement(
+  existsSync(join(EMBEDDED, 'tokenizer.json')) && existsSync(join(TINY, 'onnx/model_q4.onnx')),
+  'the tiny guard model (test/fixtures/tiny-proxy and the embedded tokenizer)',
+);
 
 /** Builds the directory and returns its path. */
 export async function makeTinyGuardModel(): Promise<string> {

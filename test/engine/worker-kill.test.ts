@@ -11,6 +11,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NATIVE_IN_WORKER_THREAD_REASON } from '../../src/client/worker-service.js';
+import { requirement } from '../requirements.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const TSX = join(ROOT, 'node_modules/.bin/tsx');
@@ -32,7 +33,7 @@ function runHost(backend: string, timeoutMs: number, ...faults: string[]) {
 
 const FAILURE_BLOCK = { decision: 'block', reason: 'failure-policy' };
 
-describe.skipIf(!existsSync(join(MODEL_DIR, 'manifest.json')))('a worker_threads guard whose worker is killed mid-check', () => {
+describe.skipIf(!requirement(existsSync(join(MODEL_DIR, 'manifest.json')), 'the embedded model'))('a worker_threads guard whose worker is killed mid-check', () => {
   it("survives worker.terminate() with 3 checks in flight, an abort with grace 0 and dispose() mid-check (backend preference 'node', which runs wasm)", () => {
     const host = runHost('node', CHECK_TIMEOUT_MS, 'terminate:3', 'abort:2', 'dispose:2');
     expect(host.stderr).not.toMatch(/Napi::Error|terminate called/);

@@ -6,9 +6,10 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { requirement } from '../requirements.js';
 
-const HAS_PYTHON = spawnSync('python3', ['--version']).status === 0;
-const HAS_DATA = existsSync('../shared/datasets/agentdojo/dev.jsonl');
+const HAS_PYTHON = requirement(spawnSync('python3', ['--version']).status === 0, 'python3');
+const HAS_DATA = requirement(existsSync('../shared/datasets/agentdojo/dev.jsonl'), 'the AgentDojo data in ../shared/datasets/agentdojo');
 
 describe.skipIf(!HAS_PYTHON || !HAS_DATA)('AgentDojo training labels (model/agentdojo.py)', () => {
   it("agree with dev.jsonl's labels and injected_in, and make the counterfactuals their docs promise", () => {

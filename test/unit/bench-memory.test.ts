@@ -6,12 +6,13 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { peakRssDelta } from '../../bench/memory.js';
+import { requirement } from '../requirements.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 const MIB = 2 ** 20;
 
-describe.runIf(process.platform === 'linux')('bench memory measure', () => {
+describe.runIf(requirement(process.platform === 'linux', 'Linux (the measure reads /proc)'))('bench memory measure', () => {
   it('counts a peak that is freed before the synchronous work returns', async () => {
     let afterFree = 0;
     const delta = await peakRssDelta(async () => {

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { readCases, scanJson } from '../../src/cli/case-file.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { resolveOptions } from '../../src/core/options.js';
+import { requirement } from '../requirements.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'src/cli/edgearmor.ts');
@@ -91,7 +92,7 @@ describe('edgearmor check on malformed input', () => {
     expect(r.stderr.trim().split('\n')).toEqual([`${dir}: is a directory; give a .json or .jsonl file of cases`]);
   }, CLI_TIMEOUT_MS);
 
-  it.skipIf(!existsSync(EMBEDDED_MODEL))('exits quietly when the reader closes the pipe after the first verdict (| head -1)', () => {
+  it.skipIf(!requirement(existsSync(EMBEDDED_MODEL), 'the embedded model'))('exits quietly when the reader closes the pipe after the first verdict (| head -1)', () => {
     const file = join(tempDir(), 'cases.jsonl');
     writeFileSync(file, Array.from({ length: 6 }, (_, i) => JSON.stringify({ ...GOOD, id: i })).join('\n') + '\n');
     const out = execFileSync('bash', ['-c', `"$0" "$1" check "$2" --json 2>"$3" | head -1; echo "status=\${PIPESTATUS[0]}"`, TSX, CLI, file, `${file}.stderr`], {

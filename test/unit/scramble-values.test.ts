@@ -5,8 +5,9 @@
  */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { requirement } from '../requirements.js';
 
-const HAS_PYTHON = spawnSync('python3', ['--version']).status === 0;
+const HAS_PYTHON = requirement(spawnSync('python3', ['--version']).status === 0, 'python3');
 
 describe.skipIf(!HAS_PYTHON)('scrambled training values (model/scramble.py)', () => {
   it('redraws every copied identifier consistently and leaves words, numbers, keys and tool names alone', () => {

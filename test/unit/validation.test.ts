@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   buildContext,
@@ -10,8 +11,10 @@ import {
   parseGuardInput,
   resolveOptions,
 } from '../../src/core/index.js';
+import { requirement } from '../requirements.js';
 
-const DEV_SET = '/work/shared/datasets/agentdojo/dev.jsonl';
+// ../shared beside the checkout, as on every developer's machine and in CI.
+const DEV_SET = join(import.meta.dirname, '../../../shared/datasets/agentdojo/dev.jsonl');
 const USER = { role: 'user', content: 'Pay my rent.' };
 const ACTION = { name: 'send_money', arguments: { amount: 5 } };
 
@@ -127,7 +130,7 @@ describe('guard input validation', () => {
     expect(out).toEqual({ messages: [USER], action: ACTION });
   });
 
-  it.skipIf(!existsSync(DEV_SET))('parses every line of the AgentDojo dev set', () => {
+  it.skipIf(!requirement(existsSync(DEV_SET), `the AgentDojo dev set (${DEV_SET})`))('parses every line of the AgentDojo dev set', () => {
     const lines = readFileSync(DEV_SET, 'utf8').split('\n').filter((l) => l.trim() !== '');
     expect(lines.length).toBe(800);
     for (const line of lines) expect(() => parseGuardInput(JSON.parse(line) as unknown)).not.toThrow();
