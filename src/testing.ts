@@ -161,7 +161,8 @@ export async function checkInPage(page: PageLike, input: unknown): Promise<Verdi
 
 function describeVerdict(v: Verdict): string {
   const spans = v.flagged.map((f) => `${f.toolName ?? 'tool'}@${f.messageIndex}`).join(', ') || 'none';
-  return `decision=${v.decision}, reason=${v.reason}, flagged=[${spans}], score=${v.score ?? 'null'}${v.message ? `; ${v.message}` : ''}`;
+  // The verdict's message ends with a full stop; callers add their own after this summary.
+  return `decision=${v.decision}, reason=${v.reason}, flagged=[${spans}], score=${v.score ?? 'null'}${v.message ? `; ${v.message.replace(/\.$/, '')}` : ''}`;
 }
 
 /** Options of {@link expectBlocked} / {@link expectAllowed}. */

@@ -86,9 +86,14 @@ export async function verifyFile(manifest: ModelManifest, path: string, bytes: U
 }
 
 function parseJson(path: string, bytes: Uint8Array): Record<string, unknown> {
+  const text = new TextDecoder().decode(bytes);
   try {
-    return JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
+    return JSON.parse(text) as Record<string, unknown>;
   } catch (e) {
+    // Dev servers and single-page apps answer a path they do not have with their index.html.
+    if (/^\s*</.test(text)) {
+      throw new ModelLoadError(`model file "${path}" is an HTML page, not JSON: the server has no such file there and answered with a page instead; check modelUrl (or modelDir)`, { file: path });
+    }
     throw new ModelLoadError(`model file "${path}" is not valid JSON: ${(e as Error).message}`, { file: path });
   }
 }

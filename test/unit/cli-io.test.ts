@@ -53,6 +53,11 @@ describe('the command line', () => {
     expect((error as Error).message).not.toMatch(/undefined/);
   });
 
+  it('says a manifest URL answered with an HTML page (a wrong modelUrl on a dev server) instead of "Unexpected token <"', async () => {
+    const read = async (): Promise<Uint8Array> => new TextEncoder().encode('<!doctype html>\n<html><body>app</body></html>');
+    await expect(loadModelFiles(read, 'q4')).rejects.toThrow(/^model file "manifest\.json" is an HTML page, not JSON: .*check modelUrl/);
+  });
+
   it('fails in one line with exit 1 when standard output cannot be written (a full disk)', () => {
     const file = join(dir, 'case.json');
     writeFileSync(file, JSON.stringify(CASE));

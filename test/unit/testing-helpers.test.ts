@@ -76,6 +76,9 @@ describe('edgearmor/testing helpers', () => {
     expect((error as Error).message).toMatch(/expected the call to be blocked by the guard's model, but the guard failed \(timeout: the check took longer than 10000 ms\)/);
     expect((error as Error).message).toMatch(/decision=block, reason=failure-policy/);
     expect((error as Error).message).toMatch(/allowFailurePolicy: true/);
+    // One full stop between the verdict's message and the advice.
+    expect((error as Error).message).toMatch(/-> block\. Fix the setup/);
+    expect((error as Error).message).not.toMatch(/\.\./);
   });
 
   it('expectAllowed fails when the allow came from the failure policy', async () => {
