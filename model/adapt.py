@@ -348,7 +348,7 @@ def main(argv=None) -> int:
         f.write("\n")
     quantize_seconds = time.time() - t_q
 
-    log.update(steps=step, tokens_seen=tokens_seen, train_minutes=train_minutes, interrupted=interrupted,
+    log.update(steps_done=step, tokens_seen=tokens_seen, train_minutes=train_minutes, interrupted=interrupted,
                tokens_per_second=tokens_seen / max(train_minutes * 60 - eval_seconds[0], 1e-9), best_step=best_eval["step"],
                base=base_eval, best=best_eval, export_seconds=export_seconds, quantize_seconds=quantize_seconds,
                total_seconds=time.time() - t0)

@@ -1,30 +1,33 @@
 /**
- * `edgearmor adapt`: the guard learns the user's own agent from its attack-free traffic, on this machine.
+ * `edgearmor adapt`: the guard learns the user's own agent from its attack-free traffic, on this machine
+ * (docs/adapt.md).
  *
  * 1. Read and validate the traffic; split it by conversation into training and held-out parts.
- * 2. Screen the training part with the base guard: a conversation with a blocked call is left out, so
- *    traffic that already holds an attack does not teach the proxy to trust it.
- * 3. model/adapt.py plants synthetic injections into the traffic's own tool results and descriptions,
- *    fine-tunes the base proxy on them, the traffic and a share of generated cases within the budget,
- *    and exports the best step (held-out loss) as a q4 model directory.
- * 4. Both guards score the held-out part with planted injections (followed and ignored); the operating
- *    point (userWeight, tau) is recalibrated there, and a model worse than the base is refused.
- * 5. The model directory, its guard-options.json (pinned by the manifest) and adapt-report.json.
+ * 2. model/adapt.py plants guard cases into the held-out conversations (real calls, attacks followed and
+ *    ignored); the base guard scores them, which gives its recalibrated operating point.
+ * 3. Screen the training part with the base guard at that point: a blocked call is never a user-driven
+ *    example, and its conversation is language-modelling data only up to it.
+ * 4. model/adapt.py fine-tunes the base proxy on the traffic, attacks planted into it and a share of
+ *    generated cases within the budget, and exports the best step (held-out loss) as a q4 model.
+ * 5. The adapted guard scores the same held-out cases; its operating point (userWeight, tau) is chosen
+ *    there, and a model worse than the base is refused.
+ * 6. The model directory, its guard-options.json (pinned by the manifest) and adapt-report.json.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseGuardInput } from '../core/adapters.js';
-import { blockedAt, chooseOperatingPoint, worseThanBase, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, type CalibrationCase, type OperatingPoint } from '../core/calibration.js';
+import { blockedAt, chooseOperatingPoint, worseThanBase, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, type OperatingPoint } from '../core/calibration.js';
 import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import type { Guard } from '../core/guard-api.js';
-import { resolveOptions, type ResolvedGuardOptions } from '../core/options.js';
-import type { GuardInput } from '../core/types.js';
+import { resolveOptions } from '../core/options.js';
 import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
 import { iterateCases } from '../scenarios/index.js';
+import { readHoldoutCases, scoreAll } from './holdout.js';
+import { findPython, runPython } from './python.js';
 import { callSites, readTraffic, type CallSite, type Conversation, type TrafficFormat } from './traffic.js';
+
+export { findPython } from './python.js';
 
 /** The options of one adaptation. */
 export interface AdaptOptions {
@@ -60,8 +63,11 @@ export interface AdaptOptions {
   force?: boolean;
   /** Keep the work directory (the screened traffic, planted cases, the candidate) and say where. */
   keepWork?: boolean;
-  /** Training shape, for small models and tests: sequence length, batch tokens, held-out cases. */
-  training?: { maxLen?: number; batchTokens?: number; holdoutCases?: number; generatorCases?: number };
+  /**
+   * Training shape, for small models and tests: sequence length, batch tokens, held-out cases, generator
+   * cases, and `trainMinutes`, a fixed training time instead of what the budget leaves.
+   */
+  training?: { maxLen?: number; batchTokens?: number; holdoutCases?: number; generatorCases?: number; trainMinutes?: number };
   onProgress?: (event: AdaptProgress) => void;
   /** Aborting stops screening and scoring at once; during training it stops training and keeps the best step. */
   signal?: AbortSignal;
@@ -130,27 +136,6 @@ export interface AdaptReport {
   minutes: { screen: number; train: number; score: number; total: number; budget: number };
 }
 
-const PYTHON_PACKAGES =
-  'Debian/Ubuntu: apt-get install python3-torch python3-onnx python3-numpy python3-regex libopenblas0-openmp; elsewhere: pip install torch onnx numpy regex (then EDGEARMOR_PYTHON=/path/to/python3)';
-
-const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const OPENBLAS = '/usr/lib/x86_64-linux-gnu/openblas-openmp';
-
-/** The Python adapt runs, or a clear error naming what to install. */
-export function findPython(explicit?: string): string {
-  const candidates = explicit ? [explicit] : process.env['EDGEARMOR_PYTHON'] ? [process.env['EDGEARMOR_PYTHON']] : ['/usr/bin/python3', 'python3'];
-  const tried: string[] = [];
-  for (const py of candidates) {
-    const r = spawnSync(py, ['-c', 'import torch, onnx, numpy, regex'], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
-    if (r.status === 0) return py;
-    const last = r.error ? r.error.message : (r.stderr ?? '').trim().split('\n').pop() ?? `exit ${r.status}`;
-    tried.push(`${py}: ${last}`);
-  }
-  throw new ModelLoadError(`edgearmor adapt trains with Python and needs torch, onnx, numpy and regex, which no Python here imports (${tried.join('; ')}). Install them: ${PYTHON_PACKAGES}.`, {
-    tried,
-  });
-}
-
 /** A seeded shuffle (mulberry32), so a split depends on --seed only. */
 function shuffled<T>(items: readonly T[], seed: number): T[] {
   let a = seed >>> 0;
@@ -172,90 +157,6 @@ function shuffled<T>(items: readonly T[], seed: number): T[] {
 const jsonl = (rows: readonly unknown[]): string => rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '');
 const conversationRecord = (c: Conversation) => ({ id: c.id, messages: c.messages, tools: c.tools });
 const minutesSince = (t: number): number => (Date.now() - t) / 60000;
-
-interface HoldoutCase {
-  id: string;
-  conversation: string;
-  label: 'injected' | 'benign';
-  kind: string;
-  attacker_value_source?: string;
-  input: GuardInput;
-}
-
-function readHoldoutCases(path: string): HoldoutCase[] {
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l, i) => {
-      const raw = JSON.parse(l) as Record<string, unknown>;
-      const label = raw['label'] === 'injected' ? 'injected' : 'benign';
-      return {
-        id: String(raw['id'] ?? i),
-        conversation: String(raw['conversation'] ?? raw['id'] ?? i),
-        label,
-        kind: String(raw['kind'] ?? label),
-        ...(typeof raw['attacker_value_source'] === 'string' ? { attacker_value_source: raw['attacker_value_source'] } : {}),
-        input: parseGuardInput(raw),
-      };
-    });
-}
-
-/** Runs model/adapt.py, passing its JSON progress lines on; SIGINT (the signal) stops training and keeps the best step. */
-function runPython(python: string, args: string[], threads: number, log: string, onLine: (event: Record<string, unknown>) => void, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolvePromise, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1', OMP_NUM_THREADS: String(threads) };
-    if (existsSync(OPENBLAS)) env['LD_LIBRARY_PATH'] = `${OPENBLAS}${env['LD_LIBRARY_PATH'] ? `:${env['LD_LIBRARY_PATH']}` : ''}`;
-    const child = spawn(python, [join(PACKAGE_ROOT, 'model', 'adapt.py'), ...args], { cwd: join(PACKAGE_ROOT, 'model'), env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const logStream = createWriteStream(log);
-    let buffer = '';
-    const stderrTail: string[] = [];
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString('utf8');
-      let nl: number;
-      while ((nl = buffer.indexOf('\n')) >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        logStream.write(`${line}\n`);
-        try {
-          onLine(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          // Not a progress line: kept in the log only.
-        }
-      }
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      const text = chunk.toString('utf8');
-      logStream.write(text);
-      stderrTail.push(...text.split('\n').filter(Boolean));
-      stderrTail.splice(0, Math.max(0, stderrTail.length - 20));
-    });
-    const stop = (): void => void child.kill('SIGINT');
-    signal?.addEventListener('abort', stop, { once: true });
-    child.on('error', (e) => reject(new ModelLoadError(`could not start ${python}: ${e.message}`, {}, { cause: e })));
-    child.on('close', (code) => {
-      signal?.removeEventListener('abort', stop);
-      logStream.end();
-      if (code === 0) resolvePromise();
-      else reject(new ModelLoadError(`model/adapt.py failed (exit ${code}): ${stderrTail.slice(-3).join(' | ') || 'no message'} (full log: ${log})`, { exitCode: code ?? -1 }));
-    });
-  });
-}
-
-async function scoreAll(guard: Guard, cases: readonly HoldoutCase[], options: ResolvedGuardOptions, onTick: () => void, signal?: AbortSignal): Promise<Array<{ c: HoldoutCase; e: CalibrationCase; blocked: boolean }>> {
-  const out = [];
-  for (const c of cases) {
-    signal?.throwIfAborted();
-    const verdict = await guard.check(c.input);
-    const before = c.input.messages.every((m) => m.role !== 'tool');
-    out.push({
-      c,
-      e: { label: c.label, real: c.kind === 'benign' || c.kind === 'benign_copy', conversation: c.conversation, evidence: evidenceOf(verdict, options, before) },
-      blocked: verdict.decision === 'block',
-    });
-    onTick();
-  }
-  return out;
-}
 
 /** Runs an adaptation end to end and returns its report (also written to OUT/adapt-report.json when a model is written). */
 export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
@@ -372,7 +273,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     // 4. The fine-tune, in what is left less the adapted guard's scoring and the export.
     writeTrain([...used, ...lmOnly], excluded);
     const scoreEstimate = (1.2 * (cases.length + 2 * generatorProbe.length) * secondsPerCheck) / 60 + Math.min(0.5, 0.05 * budget);
-    const trainMinutes = left() - scoreEstimate - Math.min(1.5, 0.1 * budget);
+    const trainMinutes = options.training?.trainMinutes ?? left() - scoreEstimate - Math.min(1.5, 0.1 * budget);
     if (trainMinutes < 0.02) {
       throw new InvalidOptionsError(
         `--minutes ${budget} leaves no time to train after held-out scoring and screening (${minutesSince(start).toFixed(1)} min so far, ~${scoreEstimate.toFixed(1)} min of scoring to come); give more minutes or less traffic.`,

@@ -104,8 +104,8 @@ describe.skipIf(!hasTorch)('edgearmor adapt, Python half (model/adapt.py)', () =
     const held = new Set(Array.from({ length: HOLDOUT_CONVERSATIONS }, (_, i) => `conv-${TRAIN_CONVERSATIONS + i}`));
     for (const c of holdout) expect(held.has(c.conversation), c.conversation).toBe(true);
 
-    const log = JSON.parse(readFileSync(join(work, 'train-log.json'), 'utf8')) as { steps: number; best_step: number; counts: { planted: Record<string, number>; lm: number } };
-    expect(log.steps).toBeGreaterThan(0);
+    const log = JSON.parse(readFileSync(join(work, 'train-log.json'), 'utf8')) as { steps_done: number; best_step: number; counts: { planted: Record<string, number>; lm: number } };
+    expect(log.steps_done).toBeGreaterThan(0);
     expect(log.counts.lm).toBe(TRAIN_CONVERSATIONS);
     expect(Object.keys(log.counts.planted)).toEqual(expect.arrayContaining(['tool_result_injection/fresh', 'tool_poisoning/recurring']));
   }, ADAPT_TIMEOUT_MS);

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { adapt, type AdaptProgress } from '../../src/adapt/adapt.js';
+import { reportTable } from '../../src/cli/adapt.js';
 import { createNodeGuard, buildManifest } from '../../src/node.js';
 import { iterateCases } from '../../src/scenarios/index.js';
 import { requirement } from '../requirements.js';
@@ -61,10 +62,11 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
       traffic: path,
       out,
       baseModel: base,
-      minutes: 0.75,
+      // The budget's split is not the point here: a fixed training time keeps a loaded machine from leaving none.
+      minutes: 5,
       seed: 3,
       force: true,
-      training: { maxLen: 512, batchTokens: 2048, holdoutCases: 24, generatorCases: 60 },
+      training: { maxLen: 512, batchTokens: 2048, holdoutCases: 24, generatorCases: 60, trainMinutes: 0.15 },
       onProgress: (e) => events.push(e),
     });
 
@@ -78,6 +80,9 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     expect(report.training['counts']).toMatchObject({ traffic_train_conversations: report.traffic.usedConversations });
     expect(events.some((e) => e.stage === 'screen')).toBe(true);
     expect(events.some((e) => e.stage === 'train')).toBe(true);
+    // The table's step count comes from the training log.
+    expect(report.training['steps_done']).toBeGreaterThan(0);
+    expect(reportTable(report, out)).toMatch(new RegExp(`training: [\\d.]+ min, ${String(report.training['steps_done'])} steps, `));
 
     // Held-out scoring: replaying each verdict at the guard's own options reproduces it.
     expect(report.holdout.cases).toBeGreaterThan(0);

@@ -2,14 +2,21 @@
  * The published package: `npm pack`, install the tarball in a fresh project, and import
  * `edgearmor`, `edgearmor/core` and `edgearmor/worker` with their types, as a user would.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requirement } from '../requirements.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const INSTALL_TIMEOUT_MS = 240_000;
+/** model/adapt.py and every module it imports: the Python `edgearmor adapt` runs, shipped in the package. */
+const ADAPT_PYTHON = ['adapt', 'agentdojo', 'bpe', 'chat_format', 'corpus', 'data', 'export_onnx', 'import_onnx', 'manifest', 'plant', 'proxy_model', 'quantize', 'scramble', 'train'];
+const hasTorch = requirement(
+  spawnSync('/usr/bin/python3', ['-c', 'import torch, onnx, numpy, regex'], { stdio: 'ignore' }).status === 0,
+  '/usr/bin/python3 with torch, onnx, numpy and regex (.ci/run installs them)',
+);
 
 describe('the npm package', () => {
   let dir: string;
@@ -34,7 +41,23 @@ describe('the npm package', () => {
       expect(list).toContain(`package/${file}`);
     }
     expect(list).toMatch(/package\/public\/models\/edgearmor-proxy\/manifest\.json/);
-    expect(list).not.toMatch(/package\/(src|test|model|data)\//);
+    expect(list).not.toMatch(/package\/(src|test|data)\//);
+    // `edgearmor adapt` fine-tunes from the fp32 weights with the Python it ships: those files, and no other lab file.
+    expect(list).toContain('package/public/models/edgearmor-proxy/onnx/model.onnx');
+    const shippedPython = list.split('\n').filter((f) => f.startsWith('package/model/')).map((f) => f.slice('package/model/'.length)).sort();
+    expect(shippedPython).toEqual([...ADAPT_PYTHON].map((m) => `${m}.py`).sort());
+  });
+
+  it('runs `edgearmor adapt` from the installed package: the training code imports whole, and bad traffic is refused', () => {
+    const model = join(dir, 'node_modules', 'edgearmor', 'model');
+    // Every module adapt.py reaches, imported from the installed copy (torch's ones only where torch is installed).
+    const modules = hasTorch ? ADAPT_PYTHON : ['plant', 'corpus', 'chat_format', 'scramble'];
+    const imported = execFileSync('/usr/bin/python3', ['-c', `import sys; sys.path.insert(0, ${JSON.stringify(model)}); import ${modules.join(', ')}; print(plant.__file__)`], { encoding: 'utf8' });
+    expect(imported.trim()).toBe(join(model, 'plant.py'));
+    writeFileSync(join(dir, 'traffic.jsonl'), `${JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: '', tool_calls: [{ name: 'get_time', arguments: {} }] }] })}\n`);
+    const run = spawnSync('npx', ['edgearmor', 'adapt', 'traffic.jsonl', '--out', 'adapted'], { cwd: dir, encoding: 'utf8' });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toMatch(/1 conversations with a tool call .*adaptation needs at least 50/);
   });
 
   it('imports ".", "./core", "./node" and "./testing" at run time in a fresh project', () => {

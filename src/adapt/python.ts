@@ -1,0 +1,68 @@
+/** The Python half of `edgearmor adapt`: finding an interpreter with torch, and running model/adapt.py. */
+import { spawn, spawnSync } from 'node:child_process';
+import { createWriteStream, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ModelLoadError } from '../core/errors.js';
+
+const PYTHON_PACKAGES =
+  'Debian/Ubuntu: apt-get install python3-torch python3-onnx python3-numpy python3-regex libopenblas0-openmp; elsewhere: pip install torch onnx numpy regex (then EDGEARMOR_PYTHON=/path/to/python3)';
+
+const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const OPENBLAS = '/usr/lib/x86_64-linux-gnu/openblas-openmp';
+
+/** The Python adapt runs, or a clear error naming what to install. */
+export function findPython(explicit?: string): string {
+  const candidates = explicit ? [explicit] : process.env['EDGEARMOR_PYTHON'] ? [process.env['EDGEARMOR_PYTHON']] : ['/usr/bin/python3', 'python3'];
+  const tried: string[] = [];
+  for (const py of candidates) {
+    const r = spawnSync(py, ['-c', 'import torch, onnx, numpy, regex'], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    if (r.status === 0) return py;
+    const last = r.error ? r.error.message : (r.stderr ?? '').trim().split('\n').pop() ?? `exit ${r.status}`;
+    tried.push(`${py}: ${last}`);
+  }
+  throw new ModelLoadError(`edgearmor adapt trains with Python and needs torch, onnx, numpy and regex, which no Python here imports (${tried.join('; ')}). Install them: ${PYTHON_PACKAGES}.`, {
+    tried,
+  });
+}
+
+/** Runs model/adapt.py, passing its JSON progress lines on; SIGINT (the signal) stops training and keeps the best step. */
+export function runPython(python: string, args: string[], threads: number, log: string, onLine: (event: Record<string, unknown>) => void, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1', OMP_NUM_THREADS: String(threads) };
+    if (existsSync(OPENBLAS)) env['LD_LIBRARY_PATH'] = `${OPENBLAS}${env['LD_LIBRARY_PATH'] ? `:${env['LD_LIBRARY_PATH']}` : ''}`;
+    const child = spawn(python, [join(PACKAGE_ROOT, 'model', 'adapt.py'), ...args], { cwd: join(PACKAGE_ROOT, 'model'), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const logStream = createWriteStream(log);
+    let buffer = '';
+    const stderrTail: string[] = [];
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString('utf8');
+      let nl: number;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        logStream.write(`${line}\n`);
+        try {
+          onLine(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          // Not a progress line: kept in the log only.
+        }
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      logStream.write(text);
+      stderrTail.push(...text.split('\n').filter(Boolean));
+      stderrTail.splice(0, Math.max(0, stderrTail.length - 20));
+    });
+    const stop = (): void => void child.kill('SIGINT');
+    signal?.addEventListener('abort', stop, { once: true });
+    child.on('error', (e) => reject(new ModelLoadError(`could not start ${python}: ${e.message}`, {}, { cause: e })));
+    child.on('close', (code) => {
+      signal?.removeEventListener('abort', stop);
+      logStream.end();
+      if (code === 0) resolvePromise();
+      else reject(new ModelLoadError(`model/adapt.py failed (exit ${code}): ${stderrTail.slice(-3).join(' | ') || 'no message'} (full log: ${log})`, { exitCode: code ?? -1 }));
+    });
+  });
+}
