@@ -7,6 +7,7 @@ import { InvalidOptionsError } from '../core/errors.js';
 import { isModelVariant, VARIANT_FILES, type ModelVariant } from '../engine/model-files.js';
 import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../engine/remote-proxy.js';
 import { mergeOptions, optionsFromEnv, resolveOptions, type GuardOptions } from '../core/options.js';
+import { BOOLEAN_SPELLINGS, booleanFromText } from '../core/option-sources.js';
 
 /** Prints a one-line error and exits with status 2. */
 export function fail(message: string): never {
@@ -18,11 +19,12 @@ export function list(value: string | undefined): string[] | undefined {
   return value === undefined ? undefined : value.split(',').map((s) => s.trim()).filter(Boolean);
 }
 
+/** A boolean flag, spelled as its environment variable may be (true/false, 1/0, yes/no, on/off). */
 export function bool(value: string | undefined, flag: string): boolean | undefined {
   if (value === undefined) return undefined;
-  if (value === 'true' || value === '1') return true;
-  if (value === 'false' || value === '0') return false;
-  throw new InvalidOptionsError(`${flag}: received "${value}"; allowed: true, false`, { option: flag });
+  const parsed = booleanFromText(value);
+  if (parsed === undefined) throw new InvalidOptionsError(`${flag}: received "${value}"; allowed: ${BOOLEAN_SPELLINGS}`, { option: flag });
+  return parsed;
 }
 
 export function num(value: string | undefined, flag: string): number | undefined {

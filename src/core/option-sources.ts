@@ -13,11 +13,21 @@ const parseNumber: EnvParser = (raw, variable) => {
   return n;
 };
 
-const parseBoolean: EnvParser = (raw, variable) => {
+/** The spellings of a boolean option outside code, the same for environment variables and CLI flags. */
+export const BOOLEAN_SPELLINGS = 'true/false, 1/0, yes/no, on/off';
+
+/** A boolean option's text (case and surrounding space ignored), or undefined when it spells none. */
+export function booleanFromText(raw: string): boolean | undefined {
   const v = raw.trim().toLowerCase();
   if (['true', '1', 'yes', 'on'].includes(v)) return true;
   if (['false', '0', 'no', 'off'].includes(v)) return false;
-  throw new InvalidOptionsError(`Invalid environment variable ${variable}: received "${raw}"; allowed: true/false, 1/0, yes/no, on/off.`, { variable });
+  return undefined;
+}
+
+const parseBoolean: EnvParser = (raw, variable) => {
+  const value = booleanFromText(raw);
+  if (value === undefined) throw new InvalidOptionsError(`Invalid environment variable ${variable}: received "${raw}"; allowed: ${BOOLEAN_SPELLINGS}.`, { variable });
+  return value;
 };
 
 const parseText: EnvParser = (raw) => raw;

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { readCases } from '../../src/cli/case-file.js';
 import { guardOptionsFrom } from '../../src/cli/flags.js';
 import { ModelLoadError } from '../../src/core/errors.js';
+import { optionsFromEnv } from '../../src/core/options.js';
 import { loadModelFiles } from '../../src/engine/model-files.js';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -40,6 +41,15 @@ describe('the command line', () => {
     expect(guardOptionsFrom({}).options.timeoutMs).toBeUndefined();
     expect(() => guardOptionsFrom({ 'timeout-ms': 'soon' })).toThrow(/--timeout-ms: received "soon"; allowed: a finite number/);
     expect(() => guardOptionsFrom({ 'timeout-ms': '0' })).toThrow(/timeoutMs/);
+  });
+
+  it('takes a boolean flag in every spelling its environment variable takes, and the two refuse alike', () => {
+    for (const [text, value] of [['yes', true], ['On', true], [' 1 ', true], ['true', true], ['no', false], ['OFF', false], ['0', false], ['false', false]] as const) {
+      expect(guardOptionsFrom({ 'group-ablation': text }).options.groupAblation, text).toBe(value);
+      expect(optionsFromEnv({ EDGEARMOR_GROUP_ABLATION: text }).groupAblation, text).toBe(value);
+    }
+    expect(() => guardOptionsFrom({ 'group-ablation': 'maybe' })).toThrow('--group-ablation: received "maybe"; allowed: true/false, 1/0, yes/no, on/off');
+    expect(() => optionsFromEnv({ EDGEARMOR_GROUP_ABLATION: 'maybe' })).toThrow('allowed: true/false, 1/0, yes/no, on/off');
   });
 
   it('says a manifest pins no file, instead of naming an "undefined" model', async () => {
