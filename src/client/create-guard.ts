@@ -3,13 +3,15 @@
  * `regenerate` and `sanitize` callbacks stay on this side (defense runs here, scoring crosses).
  *
  * Every call races the worker's answer against the caller's signal, `timeoutMs`, `dispose()` and a
- * worker crash, so no call is ever left pending. A crash rejects in-flight calls with
- * WorkerCrashedError and the next call starts a fresh worker (re-running init). A worker that does not
+ * worker crash, so no call is ever left pending. When a worker dies, a fresh one is started (re-running
+ * init) and every call that was in flight is sent to it once more within its own timeoutMs; a call whose
+ * worker dies a second time gets WorkerCrashedError (check(): the failure policy). A worker that does not
  * stop a timed-out or aborted check within `stuckWorkerGraceMs` (a wedged WebGPU or wasm run that never
- * yields to read the cancel) is treated as crashed: terminated, and replaced on the next call.
+ * yields to read the cancel) is treated as crashed: terminated, and replaced.
  */
 import * as Comlink from 'comlink';
 import { isPrivilegedTool } from '../core/context.js';
+import { parseGuardInput } from '../core/guard-input.js';
 import type { DefenseResult } from '../core/defense.js';
 import { deserializeError, serializeError, DisposedError, GuardAbortedError, GuardTimeoutError, InvalidInputError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus } from '../core/guard-api.js';
@@ -41,7 +43,7 @@ export interface CreateGuardOptions extends GuardOptions, ModelRuntimeOptions {
   onProgress?: (event: GuardProgress) => void;
   /**
    * How long a timed-out or aborted check may take to stop in the worker before the worker is
-   * terminated and restarted (its other in-flight calls get WorkerCrashedError).
+   * terminated and restarted (its other in-flight calls are sent to the new worker).
    * @defaultValue 2000
    */
   stuckWorkerGraceMs?: number;
@@ -64,6 +66,8 @@ export const DEFAULT_MODEL_URL = 'models/edgearmor-proxy/';
 // How long dispose() waits for the worker to release its session before terminating it anyway.
 const DISPOSE_GRACE_MS = 2_000;
 const STUCK_WORKER_GRACE_MS = 2_000;
+// A call is sent at most this often: once, and once more to a fresh worker when its worker died under it.
+const MAX_ATTEMPTS = 2;
 // Above a first wasm check on the embedded model (10.4 s in a Node worker thread on 2 busy cores).
 const HEARTBEAT_TIMEOUT_MS = 15_000;
 
@@ -79,11 +83,11 @@ interface Session {
   connection: WorkerConnection;
   /** Rejects with WorkerCrashedError when the worker dies; never resolves. */
   crashed: Promise<never>;
-  /** The reject functions of this session's in-flight calls (each removes itself when it settles). */
+  /** What each of this session's in-flight calls does when the worker dies under it (each removes itself when it settles). */
   inFlight: Set<(error: Error) => void>;
   init: Promise<GuardStatus>;
   dead: boolean;
-  /** Terminates the worker and rejects its in-flight calls with WorkerCrashedError; the next call starts a new one. */
+  /** Terminates the worker and hands its in-flight calls WorkerCrashedError; the next call starts a new one. */
   kill(reason: string): void;
 }
 
@@ -125,12 +129,6 @@ async function postInput<T>(send: () => Promise<T>): Promise<T> {
     }
     throw error;
   }
-}
-
-/** Whether the input's action calls a privileged tool; what cannot be read counts as privileged (fail safe). */
-function isPrivilegedAction(raw: unknown, options: Pick<ResolvedGuardOptions, 'privilegedTools'>): boolean {
-  const name = (raw as { action?: { name?: unknown } } | null)?.action?.name;
-  return typeof name !== 'string' || isPrivilegedTool(name, options);
 }
 
 /** Creates a guard backed by a worker running the guard service. */
@@ -191,7 +189,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
         if (current === session) current = null;
         const error = new WorkerCrashedError(`The guard worker crashed (${reason}); in-flight calls were rejected and the next call starts a new worker.`, { reason, session: id });
         rejectCrash(error);
-        for (const reject of [...session.inFlight]) reject(error);
+        for (const onDeath of [...session.inFlight]) onDeath(error);
       },
     };
     connection.onCrash((reason) => session.kill(reason));
@@ -237,24 +235,29 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
   const ready: Promise<GuardStatus> = (async () => ensureSession().init)();
   ready.catch(() => undefined);
 
-  /** Runs one remote operation, settling on the first of: its answer, crash, abort, timeout, dispose. */
+  /**
+   * Runs one remote operation, settling on the first of: its answer, abort, timeout, dispose, or the death
+   * of its worker. A call in flight when its worker dies (wedged by another call the watchdog gave up on, a
+   * device lost in another call, a crash, a worker the app terminated) is sent once more to a fresh worker
+   * within the same timeoutMs, so no call fails for another's fault and a worker that died idle costs the
+   * next call nothing. A call whose worker dies twice rejects with WorkerCrashedError (check(): the failure
+   * policy), so an input that crashes every worker is blocked, never allowed (and calls re-sent with it).
+   */
   async function track<T>(opts: { signal?: AbortSignal | undefined; timeoutMs: number | null }, work: (session: Session, requestId: string) => Promise<T>): Promise<T> {
     if (opts.signal?.aborted) throw new GuardAbortedError('The check was aborted by the caller before it started.');
-    const session = ensureSession();
-    const requestId = `${session.id}:${++requestCount}`;
-    let watchdog: ReturnType<typeof setTimeout> | undefined;
-    const cancelRemote = () => {
-      if (session.dead) return;
-      void session.remote.cancel(requestId).catch(() => undefined);
-      // A worker that cannot even stop this call (it never yields to read the cancel) is wedged.
-      watchdog = setTimeout(() => session.kill(`it did not stop a cancelled call within ${stuckGraceMs} ms`), stuckGraceMs);
-    };
-    const working = work(session, requestId);
-    // Any answer from the worker, even a refusal, shows it is not wedged.
-    const stopWatchdog = () => clearTimeout(watchdog);
-    working.then(stopWatchdog, stopWatchdog);
+    let session = ensureSession();
     return new Promise<T>((resolve, reject) => {
+      let requestId = '';
+      let attempt = 0;
       let timer: ReturnType<typeof setTimeout> | undefined;
+      let watchdog: ReturnType<typeof setTimeout> | undefined;
+      const cancelRemote = () => {
+        if (session.dead) return;
+        const wedged = session;
+        void wedged.remote.cancel(requestId).catch(() => undefined);
+        // A worker that cannot even stop this call (it never yields to read the cancel) is wedged: replaced, its other calls re-sent.
+        watchdog = setTimeout(() => wedged.kill(`it did not stop a cancelled call within ${stuckGraceMs} ms`), stuckGraceMs);
+      };
       const onAbort = () => {
         cancelRemote();
         fail(new GuardAbortedError('The check was aborted by the caller.'));
@@ -262,14 +265,44 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       const cleanup = () => {
         clearTimeout(timer);
         opts.signal?.removeEventListener('abort', onAbort);
-        session.inFlight.delete(fail);
+        session.inFlight.delete(onWorkerDeath);
         inFlight.delete(fail);
       };
       function fail(error: Error): void {
         cleanup();
         reject(error);
       }
-      session.inFlight.add(fail);
+      function onWorkerDeath(error: Error): void {
+        session.inFlight.delete(onWorkerDeath);
+        if (attempt >= MAX_ATTEMPTS || disposed) return fail(error);
+        try {
+          session = ensureSession();
+        } catch (e) {
+          return fail(e as Error);
+        }
+        send();
+      }
+      function send(): void {
+        const mine = ++attempt;
+        requestId = `${session.id}:${++requestCount}`;
+        session.inFlight.add(onWorkerDeath);
+        const working = work(session, requestId);
+        // Any answer from the worker, even a refusal, shows it is not wedged.
+        const stopWatchdog = () => {
+          if (mine === attempt) clearTimeout(watchdog);
+        };
+        working.then(stopWatchdog, stopWatchdog);
+        working.then(
+          (value) => {
+            if (mine !== attempt) return;
+            cleanup();
+            resolve(value);
+          },
+          (error: unknown) => {
+            if (mine === attempt) fail(isEdgeArmorError(error) ? error : deserializeError(serializeError(error)));
+          },
+        );
+      }
       inFlight.add(fail);
       if (opts.timeoutMs !== null) {
         const ms = opts.timeoutMs;
@@ -279,19 +312,16 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
         }, ms);
       }
       opts.signal?.addEventListener('abort', onAbort, { once: true });
-      working.then(
-        (value) => {
-          cleanup();
-          resolve(value);
-        },
-        (error: unknown) => fail(isEdgeArmorError(error) ? error : deserializeError(serializeError(error))),
-      );
+      send();
     });
   }
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
-    // The worker validates, plans and judges: this side only carries the input there and the verdict back.
+    // Read once, here, into plain data: a getter or Proxy that throws is the caller's InvalidInputError, as in
+    // process; what crosses to the worker is what was validated; a failure below is judged on it. The worker
+    // plans, scores and judges.
+    const input = parseGuardInput(raw);
     const extras = () => (lastStatus?.backend ? { backend: lastStatus.backend } : {});
     let used: Session | null = null;
     try {
@@ -299,7 +329,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
         used = session;
         // Sent at once, behind init on the same port: the worker validates while the model loads, and a model
         // that failed to load is answered by the worker's guard (the failure policy); a crash rejects in track.
-        return unwrap(await postInput<WireResult<Verdict>>(() => session.remote.check(requestId, raw)));
+        return unwrap(await postInput<WireResult<Verdict>>(() => session.remote.check(requestId, input)));
       });
       // This call got the failure policy; a worker whose GPU device is gone, or whose memory ran out, is replaced for the next one.
       const code = verdict.error?.code;
@@ -309,7 +339,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       // The worker did not answer in time (it may be wedged), or died under the call (security-model.md lists
       // worker crash among the policy's failures): the core's failure policy answers, as in the in-process guard.
       if (isEdgeArmorError(error) && (error.code === 'timeout' || error.code === 'worker-crashed')) {
-        return judgeFailure(error, { privileged: isPrivilegedAction(raw, resolved) }, resolved, extras());
+        return judgeFailure(error, { privileged: isPrivilegedTool(input.action.name, resolved) }, resolved, extras());
       }
       throw error;
     }
@@ -317,9 +347,10 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
 
   async function scoreSentenceAblations(raw: unknown, messageIndex: number, texts: string[], opts: CheckOptions = {}): Promise<number[]> {
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
+    const input = parseGuardInput(raw);
     return track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId) => {
       await session.init;
-      return unwrap(await postInput<WireResult<number[]>>(() => session.remote.scoreSentenceAblations(requestId, raw, messageIndex, texts)));
+      return unwrap(await postInput<WireResult<number[]>>(() => session.remote.scoreSentenceAblations(requestId, input, messageIndex, texts)));
     });
   }
 

@@ -37,6 +37,8 @@ export interface FaultMatrixPage {
   warmUp(chain: string): Promise<Settled>;
   /** Sends the cell's target check (with its own AbortSignal) and `others` more, lets them get under way, and returns the name of the worker running them. */
   launch(chain: string, others: number): Promise<string>;
+  /** The name of the guard's current Worker. */
+  currentWorker(chain: string): string;
   /** Terminates the guard's current Worker from the page: no event tells the guard. */
   terminateWorker(chain: string): void;
   /** Aborts the target check's signal. */
@@ -125,6 +127,10 @@ const api: FaultMatrixPage = {
     chain.calls = [settle(guard.check(SLOW, { signal: chain.controller.signal }), hangMs), ...Array.from({ length: others }, () => settle(guard.check(SLOW), hangMs))];
     await new Promise((resolve) => setTimeout(resolve, UNDER_WAY_MS));
     return chain.workers.at(-1)!.name;
+  },
+
+  currentWorker(name) {
+    return chainOf(name).workers.at(-1)!.name;
   },
 
   terminateWorker(name) {

@@ -5,11 +5,12 @@
  * no event, the heartbeat finds it), worker throws (an uncaught error inside the worker), abort, timeout
  * (the worker wedged past timeoutMs) and dispose, each mid-check, alone and with two other calls in flight.
  * Every promise settles (none outlives its hang deadline), a privileged call is never allowed by a failure
- * (a failure-policy block under the default policy, or the caller's own typed abort/dispose rejection), and
- * the next check on the same guard gets the model's verdict (after dispose: rejected, 'disposed').
+ * (a failure-policy block under the default policy, or the caller's own typed abort/dispose rejection), calls
+ * in flight on a worker that dies are re-sent to a fresh one and answered by the model, and the next check on
+ * the same guard gets the model's verdict (after dispose: rejected, 'disposed').
  *
  * One Chromium, one page. Each new worker costs 8-15 s of CPU here, most of it onnxruntime-web's start, and
- * each killed or throws cell needs one (its next check restarts the worker). So the cells run as three
+ * each killed or throws cell needs one (its calls are re-sent to a new worker). So the cells run as three
  * chains on three guards, side by side, and each chain's next cell runs on the worker its previous cell's
  * next check started: seven worker starts in all.
  */
@@ -102,8 +103,9 @@ const cellName = ({ fault, others }: Cell) => `${fault}${others ? ` with ${other
 
 /** What the target call must settle to. */
 const EXPECTED: Record<Fault, object> = {
-  killed: { kind: 'verdict', verdict: { decision: 'block', reason: 'failure-policy', error: { name: 'WorkerCrashedError', code: 'worker-crashed' } } },
-  throws: { kind: 'verdict', verdict: { decision: 'block', reason: 'failure-policy', error: { name: 'WorkerCrashedError', code: 'worker-crashed' } } },
+  // The calls in flight on a dead worker are sent once more to a fresh one, and the model answers them.
+  killed: { kind: 'verdict', verdict: { reason: 'model' } },
+  throws: { kind: 'verdict', verdict: { reason: 'model' } },
   abort: { kind: 'rejected', name: 'GuardAbortedError', code: 'aborted', typed: true },
   timeout: { kind: 'verdict', verdict: { decision: 'block', reason: 'failure-policy', error: { name: 'GuardTimeoutError', code: 'timeout' } } },
   dispose: { kind: 'rejected', name: 'DisposedError', code: 'disposed', typed: true },
@@ -130,6 +132,16 @@ function trackWorkers(page: Page): (name: string) => Worker {
 
 /** Sends one cell's calls on its chain's guard, injects the fault mid-check, and collects how everything settled. */
 async function runCell(api: JSHandle<FaultMatrixPage>, workerNamed: (name: string) => Worker, chain: string, { fault, others }: Cell): Promise<CellOutcome> {
+  // A wedged worker (a wasm or WebGPU run that does not yield): the cell's checks cannot finish within
+  // timeoutMs. Wedged before they are sent: a wedge sent after them lands only when the worker next reads
+  // its messages, and a fast machine finished the target check first. Atomics.wait blocks the worker's
+  // thread as a long run would, without taking a core from the other guards.
+  if (fault === 'timeout') {
+    const current = await api.evaluate((fm, c) => fm.currentWorker(c), chain);
+    await workerNamed(current).evaluate((ms) => {
+      setTimeout(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms), 0);
+    }, WEDGE_MS);
+  }
   const workerName = await api.evaluate((fm, [c, n]) => fm.launch(c, n), [chain, others] as const);
   if (fault === 'killed') await api.evaluate((fm, c) => fm.terminateWorker(c), chain);
   if (fault === 'abort') await api.evaluate((fm, c) => fm.abort(c), chain);
@@ -141,13 +153,6 @@ async function runCell(api: JSHandle<FaultMatrixPage>, workerNamed: (name: strin
         throw new Error('simulated uncaught error in the worker');
       }, 0);
     });
-  }
-  // A wedged worker (a wasm or WebGPU run that does not yield): the check cannot finish within timeoutMs.
-  // Atomics.wait blocks the worker's thread as a long run would, without taking a core from the other guards.
-  if (fault === 'timeout') {
-    await workerNamed(workerName).evaluate((ms) => {
-      setTimeout(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms), 0);
-    }, WEDGE_MS);
   }
   return api.evaluate((fm, [c, retries]) => fm.collect(c, retries), [chain, fault === 'timeout' ? TIMEOUT_RETRIES : 0] as const);
 }
@@ -246,7 +251,7 @@ describe.skipIf(!(CAN_RUN && TINY_GUARD_MODEL_AVAILABLE))('the fault matrix thro
           }
         }
         expect(all[0]).toMatchObject(EXPECTED[cell.fault]);
-        // A crash fails every call on that worker; dispose every call on that guard.
+        // A crash: every call on that worker is re-sent and answered by the model; dispose: every call on that guard is rejected.
         if (cell.fault === 'killed' || cell.fault === 'throws' || cell.fault === 'dispose') for (const s of all) expect(s).toMatchObject(EXPECTED[cell.fault]);
 
         if (cell.fault === 'dispose') expect(next).toEqual(EXPECTED.dispose);

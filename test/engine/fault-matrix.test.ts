@@ -22,6 +22,7 @@ import { judgeFailure } from '../../src/core/judge.js';
 import { resolveOptions } from '../../src/core/options.js';
 import type { Verdict } from '../../src/core/verdict.js';
 import { createLocalGuard } from '../../src/engine/local-guard.js';
+import { createNodeGuard } from '../../src/node.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from './tiny-guard-model.js';
 import { SLOW, SMALL } from '../fault-cases.js';
 
@@ -138,9 +139,10 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('fault matrix through the worker AP
           if (s.kind === 'verdict' && s.verdict.reason !== 'model') expect(s.verdict).toMatchObject({ decision: 'block', reason: 'failure-policy' });
           if (s.kind === 'rejected') expect(['aborted', 'disposed']).toContain(s.code);
         }
+        // A call in flight when its worker dies is sent once more to a fresh worker: the model answers it.
         const expected: Record<Fault, object> = {
-          killed: { kind: 'verdict', verdict: { decision: 'block', error: { code: 'worker-crashed' } } },
-          throws: { kind: 'verdict', verdict: { decision: 'block', error: { code: 'worker-crashed' } } },
+          killed: { kind: 'verdict', verdict: { reason: 'model' } },
+          throws: { kind: 'verdict', verdict: { reason: 'model' } },
           tampered: { kind: 'verdict', verdict: { decision: 'block', error: { code: 'integrity-mismatch' } } },
           'device-lost': { kind: 'verdict', verdict: { decision: 'block', reason: 'failure-policy', error: { code: 'device-lost' } } },
           abort: { kind: 'rejected', code: 'aborted' },
@@ -149,6 +151,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('fault matrix through the worker AP
         };
         expect(all[0]).toMatchObject(expected[fault]);
         if (fault === 'killed' || fault === 'throws' || fault === 'tampered' || fault === 'dispose') for (const s of all) expect(s).toMatchObject(expected[fault]);
+        if (fault === 'killed' || fault === 'throws') expect(r.clientPorts.length).toBe(2);
 
         let next = await settle(r.guard.check(SMALL));
         // Under timeoutMs 150 on a loaded machine, a check queued behind the cancelled calls' last inference run can time out too; the worker catches up.
@@ -162,4 +165,126 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('fault matrix through the worker AP
       }, CELL_TIMEOUT_MS);
     }
   }
+});
+
+/**
+ * The first worker's guard wedges on its first check: it never answers and never reads a cancel (a WebGPU
+ * or wasm run that does not yield), and every later check waits behind it, as behind a real inference run.
+ */
+function wedgesOnce(workerNumber: number): NonNullable<WorkerServiceDeps['createLocalGuard']> {
+  return (options, runtime) => {
+    const real = createLocalGuard(options, runtime);
+    if (workerNumber > 0) return real;
+    let ahead: Promise<unknown> | null = null;
+    return {
+      ...real,
+      async check(raw, opts) {
+        if (ahead === null) {
+          ahead = new Promise(() => undefined);
+          return ahead as Promise<never>;
+        }
+        await ahead;
+        return real.check(raw, opts);
+      },
+    };
+  };
+}
+
+describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('calls waiting behind a wedged or crashed call', () => {
+  let modelDir: string;
+  beforeAll(async () => {
+    modelDir = await makeTinyGuardModel();
+  }, SETUP_TIMEOUT_MS);
+
+  it('a call queued behind an aborted call that wedged its worker is re-sent to a fresh worker and gets a model verdict', async () => {
+    const clientPorts: MessagePort[] = [];
+    const guard = createGuard({
+      modelDir,
+      stuckWorkerGraceMs: 50,
+      worker: () => {
+        const { port1, port2 } = new MessageChannel();
+        Comlink.expose(createWorkerService({ isNode: true, isWorkerThread: false, createLocalGuard: wedgesOnce(clientPorts.length) }), nodeEndpoint(port2));
+        clientPorts.push(port1);
+        return port1;
+      },
+    });
+    try {
+      await guard.ready;
+      const controller = new AbortController();
+      const wedged = settle(guard.check(SMALL, { signal: controller.signal }));
+      const queued = settle(guard.check(SMALL));
+      await new Promise((resolve) => setTimeout(resolve, FAULT_DELAY_MS));
+      controller.abort();
+      expect(await wedged).toEqual({ kind: 'rejected', code: 'aborted' });
+      // The watchdog replaced the wedged worker; the queued call was not failed for the aborted one's fault.
+      expect(await queued).toMatchObject({ kind: 'verdict', verdict: { reason: 'model' } });
+      expect(clientPorts.length).toBe(2);
+    } finally {
+      await guard.dispose();
+    }
+  }, CELL_TIMEOUT_MS);
+
+  it('a call whose worker dies twice gets the failure policy (blocked), and the guard still answers the next one', async () => {
+    const workerPorts: MessagePort[] = [];
+    const guard = createGuard({
+      modelDir,
+      worker: () => {
+        const { port1, port2 } = new MessageChannel();
+        Comlink.expose(createWorkerService({ isNode: true, isWorkerThread: false }), nodeEndpoint(port2));
+        workerPorts.push(port2);
+        return port1;
+      },
+    });
+    try {
+      await guard.ready;
+      const call = settle(guard.check(SLOW));
+      // Each worker the call reaches dies under it.
+      for (let n = 1; n <= 2; n++) {
+        while (workerPorts.length < n) await new Promise((resolve) => setTimeout(resolve, 5));
+        await new Promise((resolve) => setTimeout(resolve, FAULT_DELAY_MS));
+        workerPorts[n - 1]!.close();
+      }
+      expect(await call).toMatchObject({ kind: 'verdict', verdict: { decision: 'block', reason: 'failure-policy', error: { code: 'worker-crashed' } } });
+      expect(await settle(guard.check(SMALL))).toMatchObject({ kind: 'verdict', verdict: { reason: 'model' } });
+      expect(workerPorts.length).toBe(3);
+    } finally {
+      await guard.dispose();
+    }
+  }, CELL_TIMEOUT_MS);
+});
+
+describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('input that cannot be read', () => {
+  it('a throwing getter or Proxy is InvalidInputError through the worker guard, as in process', async () => {
+    const modelDir = await makeTinyGuardModel();
+    const inWorker = rig(modelDir).guard;
+    const inProcess = createNodeGuard({ modelDir });
+    const getter = {
+      messages: [{ role: 'user', content: 'Pay my rent.' }],
+      get action(): never {
+        throw new Error('getter exploded');
+      },
+    };
+    const proxy = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('proxy exploded');
+        },
+      },
+    );
+    try {
+      for (const input of [getter, proxy]) {
+        const [worker, local] = await Promise.all([settle(inWorker.check(input)), settle(inProcess.check(input))]);
+        expect(worker).toEqual({ kind: 'rejected', code: 'invalid-input' });
+        expect(local).toEqual(worker);
+        const error = await inWorker.check(input).catch((e: unknown) => e);
+        expect((error as Error).message).toMatch(/^input.*could not be read \((getter|proxy) exploded\)/);
+      }
+      // Nothing reached the worker, which still answers.
+      expect(await settle(inWorker.check(SMALL))).toMatchObject({ kind: 'verdict', verdict: { reason: 'model' } });
+    } finally {
+      await inWorker.dispose();
+      await inProcess.dispose();
+    }
+  }, CELL_TIMEOUT_MS);
 });

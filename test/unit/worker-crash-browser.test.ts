@@ -2,8 +2,8 @@
  * A browser Worker that dies gives no exit event (issue 22): in-flight calls must not wait for
  * `timeoutMs`. Client level, with a fake browser Worker (postMessage / addEventListener /
  * terminate over a MessageChannel, the browser API and nothing of Node's): an `error` event, or a
- * worker gone silent (the heartbeat), answers every in-flight check with the failure policy
- * (WorkerCrashedError), and the next call starts a new worker.
+ * worker gone silent (the heartbeat), ends that worker, and every in-flight check is sent once more to
+ * a new one; a check whose second worker dies too is answered with the failure policy (WorkerCrashedError).
  */
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
@@ -106,32 +106,48 @@ function setup(heartbeatTimeoutMs: number | null = HEARTBEAT_TIMEOUT_MS, worker:
 const CRASH_BLOCK = { decision: 'block', reason: 'failure-policy', error: { code: 'worker-crashed', name: 'WorkerCrashedError' } };
 
 describe('a crashed browser worker', () => {
-  it("answers every in-flight check with the failure policy on the worker's error event, then restarts", async () => {
+  it("sends every in-flight check to a new worker on the worker's error event, and the new worker answers them", async () => {
     const { guard, workers, hang } = setup(null);
     await guard.ready;
     const calls = [guard.check(CASE), guard.check(CASE), guard.check(CASE)];
     await new Promise((r) => setTimeout(r, 20));
-    workers[0]!.fireError('RangeError: Maximum call stack size exceeded');
-    for (const verdict of await Promise.all(calls)) expect(verdict).toMatchObject(CRASH_BLOCK);
-    expect(workers[0]!.terminated).toBe(true);
     hang.value = false;
+    workers[0]!.fireError('RangeError: Maximum call stack size exceeded');
+    for (const verdict of await Promise.all(calls)) expect(verdict).toMatchObject({ reason: 'model' });
+    expect(workers[0]!.terminated).toBe(true);
+    expect(workers).toHaveLength(2);
     expect(await guard.check(CASE)).toMatchObject({ reason: 'model' });
     expect(workers).toHaveLength(2);
   });
 
-  it('answers in-flight checks with the failure policy when the worker goes silent without any event (heartbeat), then restarts', async () => {
+  it('answers an in-flight check with the failure policy when its second worker dies too, then restarts', async () => {
+    const { guard, workers, hang } = setup(null);
+    await guard.ready;
+    const calls = [guard.check(CASE), guard.check(CASE)];
+    await new Promise((r) => setTimeout(r, 20));
+    workers[0]!.fireError('RangeError: Maximum call stack size exceeded');
+    while (workers.length < 2) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 20));
+    workers[1]!.fireError('RangeError: Maximum call stack size exceeded');
+    const verdicts = await Promise.all(calls);
+    for (const verdict of verdicts) expect(verdict).toMatchObject(CRASH_BLOCK);
+    expect(verdicts[0]!.error?.message).toMatch(/Maximum call stack size exceeded/);
+    hang.value = false;
+    expect(await guard.check(CASE)).toMatchObject({ reason: 'model' });
+    expect(workers).toHaveLength(3);
+  });
+
+  it('ends a worker that goes silent without any event (heartbeat) and sends its in-flight checks to a new one', async () => {
     const { guard, workers, hang } = setup();
     await guard.ready;
     const calls = [guard.check(CASE), guard.check(CASE)];
     await new Promise((r) => setTimeout(r, 20));
-    workers[0]!.dieSilently();
-    const verdicts = await Promise.all(calls);
-    for (const verdict of verdicts) expect(verdict).toMatchObject(CRASH_BLOCK);
-    expect(verdicts[0]!.error?.message).toMatch(/answered no heartbeat/);
-    expect(workers[0]!.terminated).toBe(true);
     hang.value = false;
-    expect(await guard.check(CASE)).toMatchObject({ reason: 'model' });
-  });
+    workers[0]!.dieSilently();
+    for (const verdict of await Promise.all(calls)) expect(verdict).toMatchObject({ reason: 'model' });
+    expect(workers[0]!.terminated).toBe(true);
+    expect(workers).toHaveLength(2);
+  }, SILENT_DEATH_TEST_MS);
 
   it("watches a worker from its model's ready event, before its init answer arrives, so a silent death right after the first check is caught", async () => {
     const { guard, workers, hang } = setup(HEARTBEAT_TIMEOUT_MS, { holdInit: true });
@@ -140,8 +156,9 @@ describe('a crashed browser worker', () => {
     hang.value = true;
     const calls = [guard.check(CASE), guard.check(CASE)];
     await new Promise((r) => setTimeout(r, 20));
+    hang.value = false;
     workers[0]!.dieSilently();
-    for (const verdict of await Promise.all(calls)) expect(verdict).toMatchObject(CRASH_BLOCK);
+    for (const verdict of await Promise.all(calls)) expect(verdict).toMatchObject({ reason: 'model' });
     expect(workers[0]!.terminated).toBe(true);
   }, SILENT_DEATH_TEST_MS);
 

@@ -188,8 +188,9 @@ describe('worker protocol over a MessageChannel', () => {
     const cyclic: Record<string, unknown> = { name: 'send_money' };
     cyclic['arguments'] = { self: cyclic };
     await expect(h.guard.check({ ...(guardCase({}) as object), action: cyclic })).rejects.toMatchObject({ code: 'invalid-input' });
+    // Read and validated on this side: what cannot be JSON never reaches the worker.
     const withFunction = { ...(guardCase({}) as object), action: { name: 'send_money', arguments: { callback: () => 1 } } };
-    await expect(h.guard.check(withFunction)).rejects.toMatchObject({ name: 'InvalidInputError', code: 'invalid-input', message: expect.stringContaining('cannot be sent to the worker') });
+    await expect(h.guard.check(withFunction)).rejects.toMatchObject({ name: 'InvalidInputError', code: 'invalid-input', message: expect.stringContaining('input.action.arguments') });
   });
 
   it('gives each of many concurrent checks its own answer', async () => {
@@ -299,19 +300,35 @@ describe('worker protocol over a MessageChannel', () => {
     expect(verdict).toMatchObject({ decision: 'allow', reason: 'failure-policy', error: { code: 'timeout' } });
   });
 
-  it('answers every pending check with the failure policy (WorkerCrashedError) when the worker dies, then restarts on the next call', async () => {
+  it('sends every pending check to a new worker when the worker dies, and answers them from there', async () => {
     const h = harness();
     await h.guard.ready;
-    const pending = ['x', 'y'].map((tag) =>
-      expect(h.guard.check(guardCase({ tag, mode: 'hang' }))).resolves.toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'worker-crashed', name: 'WorkerCrashedError' } }),
-    );
-    await new Promise((r) => setImmediate(r));
+    const pending = ['x', 'y'].map((tag) => h.guard.check(guardCase({ tag, mode: 'held' })));
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(2));
     h.workerPorts[0]!.close();
-    await Promise.all(pending);
-    const verdict = await h.guard.check(guardCase({ tag: 'after-crash' }));
-    expect(verdict.message).toBe('after-crash');
+    // Re-sent: held again in the new worker, which answers them once released.
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(4));
+    for (const release of h.world.releaseHeld.slice(2)) release();
+    expect((await Promise.all(pending)).map((v) => v.message)).toEqual(['x', 'y']);
     expect(h.world.inits).toBe(2);
     expect(h.workerPorts).toHaveLength(2);
+  });
+
+  it('answers a check with the failure policy (WorkerCrashedError) when its worker dies twice, then restarts on the next call', async () => {
+    const h = harness();
+    await h.guard.ready;
+    const pending = ['x', 'y'].map((tag) => h.guard.check(guardCase({ tag, mode: 'held' })));
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(2));
+    h.workerPorts[0]!.close();
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(4));
+    h.workerPorts[1]!.close();
+    for (const verdict of await Promise.all(pending)) {
+      expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'worker-crashed', name: 'WorkerCrashedError' } });
+    }
+    const verdict = await h.guard.check(guardCase({ tag: 'after-crash' }));
+    expect(verdict.message).toBe('after-crash');
+    expect(h.world.inits).toBe(3);
+    expect(h.workerPorts).toHaveLength(3);
   });
 
   it('cannot restart a single Worker instance and says so with WorkerCrashedError', async () => {

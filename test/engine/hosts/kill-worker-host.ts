@@ -5,7 +5,8 @@
  * is what the test looks for.
  *
  * usage: tsx kill-worker-host.ts <modelDir> <backend: node|wasm|auto> <timeoutMs> <delayMs> <fault:inFlight>...
- *   faults: terminate (worker.terminate()), abort (the first call's signal), timeout (wait), dispose (last)
+ *   faults: terminate (worker.terminate(), not awaited; terminate-idle:0 with no call in flight), abort (the
+ *   first call's signal), timeout (wait), dispose (last)
  */
 import { Worker } from 'node:worker_threads';
 import { createGuard } from '../../../src/client/create-guard.js';
@@ -48,7 +49,7 @@ for (const spec of faults) {
   const controller = new AbortController();
   const calls = Array.from({ length: Number(inFlight) }, (_, i) => outcome(`${fault}-${i}`)(guard.check(CASE, i === 0 ? { signal: controller.signal } : {})));
   await new Promise((r) => setTimeout(r, Number(delay)));
-  if (fault === 'terminate') void worker!.terminate();
+  if (fault === 'terminate' || fault === 'terminate-idle') void worker!.terminate();
   if (fault === 'abort') controller.abort();
   if (fault === 'dispose') void guard.dispose();
   await Promise.all(calls);
