@@ -11,7 +11,6 @@
  */
 import * as Comlink from 'comlink';
 import { isPrivilegedTool } from '../core/context.js';
-import { parseGuardInput } from '../core/guard-input.js';
 import type { DefenseResult } from '../core/defense.js';
 import { deserializeError, serializeError, DisposedError, GuardAbortedError, GuardTimeoutError, InvalidInputError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus } from '../core/guard-api.js';
@@ -119,15 +118,15 @@ function unwrap<T>(result: WireResult<T>): T {
   throw deserializeError(result.error);
 }
 
-/** Sends guard input to the worker; input that cannot be structured-cloned (functions, class instances) is the caller's bug, reported as such. */
-async function postInput<T>(send: () => Promise<T>): Promise<T> {
+/** The caller's input as plain data: what cannot be cloned (functions, proxies) or read (a throwing getter) is the caller's InvalidInputError. */
+function snapshot<T>(raw: T): T {
   try {
-    return await send();
+    return structuredClone(raw);
   } catch (error) {
     if (error instanceof Error && error.name === 'DataCloneError') {
       throw new InvalidInputError(`input: received a value that cannot be sent to the worker (${error.message}); allowed: plain JSON data.`, { cause: 'DataCloneError' });
     }
-    throw error;
+    throw new InvalidInputError(`input: the value could not be read (${error instanceof Error ? error.message : String(error)}).`, { where: 'input' });
   }
 }
 
@@ -318,10 +317,9 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
-    // Read once, here, into plain data: a getter or Proxy that throws is the caller's InvalidInputError, as in
-    // process; what crosses to the worker is what was validated; a failure below is judged on it. The worker
-    // plans, scores and judges.
-    const input = parseGuardInput(raw);
+    // Read once, here, into plain data (the worker validates, plans, scores and judges it): a getter or Proxy
+    // that throws is the caller's InvalidInputError, as in process, and a failure below is judged on that data.
+    const input = snapshot(raw);
     const extras = () => (lastStatus?.backend ? { backend: lastStatus.backend } : {});
     let used: Session | null = null;
     try {
@@ -329,7 +327,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
         used = session;
         // Sent at once, behind init on the same port: the worker validates while the model loads, and a model
         // that failed to load is answered by the worker's guard (the failure policy); a crash rejects in track.
-        return unwrap(await postInput<WireResult<Verdict>>(() => session.remote.check(requestId, input)));
+        return unwrap(await session.remote.check(requestId, input));
       });
       // This call got the failure policy; a worker whose GPU device is gone, or whose memory ran out, is replaced for the next one.
       const code = verdict.error?.code;
@@ -339,7 +337,9 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       // The worker did not answer in time (it may be wedged), or died under the call (security-model.md lists
       // worker crash among the policy's failures): the core's failure policy answers, as in the in-process guard.
       if (isEdgeArmorError(error) && (error.code === 'timeout' || error.code === 'worker-crashed')) {
-        return judgeFailure(error, { privileged: isPrivilegedTool(input.action.name, resolved) }, resolved, extras());
+        const name = (input as { action?: { name?: unknown } } | null)?.action?.name;
+        // What cannot be read counts as privileged (fail safe).
+        return judgeFailure(error, { privileged: typeof name !== 'string' || isPrivilegedTool(name, resolved) }, resolved, extras());
       }
       throw error;
     }
@@ -347,10 +347,10 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
 
   async function scoreSentenceAblations(raw: unknown, messageIndex: number, texts: string[], opts: CheckOptions = {}): Promise<number[]> {
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
-    const input = parseGuardInput(raw);
+    const [input, sentences] = [snapshot(raw), snapshot(texts)];
     return track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId) => {
       await session.init;
-      return unwrap(await postInput<WireResult<number[]>>(() => session.remote.scoreSentenceAblations(requestId, input, messageIndex, texts)));
+      return unwrap(await session.remote.scoreSentenceAblations(requestId, input, messageIndex, sentences));
     });
   }
 
