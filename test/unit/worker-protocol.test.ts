@@ -299,14 +299,19 @@ describe('worker protocol over a MessageChannel', () => {
     expect(verdict).toMatchObject({ decision: 'allow', reason: 'failure-policy', error: { code: 'timeout' } });
   });
 
-  it('sends every pending check to a new worker when the worker dies, and answers them from there', async () => {
-    const h = harness();
+  /** Two held checks on the first worker, which dies: they are re-sent and held again in the second. */
+  async function heldThroughOneDeath(h: Harness): Promise<Array<Promise<Verdict>>> {
     await h.guard.ready;
     const pending = ['x', 'y'].map((tag) => h.guard.check(guardCase({ tag, mode: 'held' })));
     await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(2));
     h.workerPorts[0]!.close();
-    // Re-sent: held again in the new worker, which answers them once released.
     await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(4));
+    return pending;
+  }
+
+  it('sends every pending check to a new worker when the worker dies, and answers them from there', async () => {
+    const h = harness();
+    const pending = await heldThroughOneDeath(h);
     for (const release of h.world.releaseHeld.slice(2)) release();
     expect((await Promise.all(pending)).map((v) => v.message)).toEqual(['x', 'y']);
     expect(h.world.inits).toBe(2);
@@ -315,11 +320,7 @@ describe('worker protocol over a MessageChannel', () => {
 
   it('answers a check with the failure policy (WorkerCrashedError) when its worker dies twice, then restarts on the next call', async () => {
     const h = harness();
-    await h.guard.ready;
-    const pending = ['x', 'y'].map((tag) => h.guard.check(guardCase({ tag, mode: 'held' })));
-    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(2));
-    h.workerPorts[0]!.close();
-    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(4));
+    const pending = await heldThroughOneDeath(h);
     h.workerPorts[1]!.close();
     for (const verdict of await Promise.all(pending)) {
       expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'worker-crashed', name: 'WorkerCrashedError' } });
