@@ -186,7 +186,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
         session.dead = true;
         connection.terminate();
         if (current === session) current = null;
-        const error = new WorkerCrashedError(`The guard worker crashed (${reason}); in-flight calls were rejected and the next call starts a new worker.`, { reason, session: id });
+        const error = new WorkerCrashedError(`The guard worker crashed (${reason}); its calls in flight go once more to a new worker, and get the failure policy if that one dies too.`, { reason, session: id });
         rejectCrash(error);
         for (const onDeath of [...session.inFlight]) onDeath(error);
       },
