@@ -17,6 +17,7 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dimsFromConfig } from '../src/engine/engine.js';
 import { createOrtSession, type Backend, type OrtSession } from '../src/engine/ort-session.js';
+import { defaultBatchBytes, scoreSequencesShared } from '../src/engine/prefix-scorer.js';
 import type { ModelDims } from '../src/engine/scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from '../src/engine/tokenizer.js';
 import { CHROMIUM_PATH } from '../chromium.config.js';
@@ -138,13 +139,57 @@ async function child(name: NodeBackendName, quick: boolean, args: readonly strin
     process.stderr.write(`${bs.name} ${spec.tokens}/${spec.spans}: ${JSON.stringify(r)}\n`);
     out.push(r);
   }
-  process.stdout.write(`${JSON.stringify({ tokenizer: tok ? TOKENIZED : SYNTHETIC, results: out })}\n`);
+  const memory_budget = name === 'node' && !quick && !args.includes('--cases') ? await memoryBudget(await open(model), dims) : undefined;
+  process.stdout.write(`${JSON.stringify({ tokenizer: tok ? TOKENIZED : SYNTHETIC, results: out, ...(memory_budget ? { memory_budget } : {}) })}\n`);
+}
+
+/** The default memory budget on a check with many untrusted spans: what the prefix path's estimate reached against it. */
+interface MemoryBudgetRun {
+  spans: number;
+  variants: number;
+  context_tokens: number;
+  estimated_peak_mib: number;
+  default_budget_mib: number;
+  within_budget: boolean;
+  computed_tokens: number;
+  trie_minimum_tokens: number;
+  forward_passes: number;
+  ms: number;
+}
+
+/**
+ * One check of 4k tokens with 100 untrusted spans (102 leave-one-out variants and the all-spans group) through
+ * the prefix path at its default budget, once: its estimated peak must stay within that budget while it still
+ * computes only the trie minimum. (A test did this on the tiny model; under load it took 97 s, issue 34.)
+ */
+async function memoryBudget(session: OrtSession, dims: ModelDims): Promise<MemoryBudgetRun> {
+  const c = syntheticCase(dims, { tokens: 4096, spans: 100 });
+  const longest = Math.max(...c.sequences.map((s) => s.context.length + s.action.length));
+  const budget = defaultBatchBytes(dims, longest, c.sequences[0]!.action.length);
+  const t0 = performance.now();
+  const { stats } = await scoreSequencesShared(session, dims, c.sequences);
+  const ms = performance.now() - t0;
+  await session.release();
+  const mib = (b: number) => Math.round((b / 2 ** 20) * 1000) / 1000;
+  return {
+    spans: 100,
+    variants: c.sequences.length,
+    context_tokens: c.contextTokens,
+    estimated_peak_mib: mib(stats.peakEstimatedBytes),
+    default_budget_mib: mib(budget),
+    within_budget: stats.peakEstimatedBytes <= budget,
+    computed_tokens: stats.computedTokens,
+    trie_minimum_tokens: stats.trieMinimumTokens,
+    forward_passes: stats.forwardPasses,
+    ms: Math.round(ms),
+  };
 }
 
 /** What one backend measured (browser backends also name the browser, dawn-webgpu its runtime, and WebGPU ones the adapter). */
 interface BackendRun {
   tokenizer: string;
   results: CaseResult[];
+  memory_budget?: MemoryBudgetRun;
   browser?: string;
   runtime?: string;
   adapter?: string | AdapterInfo | null;
@@ -255,7 +300,14 @@ async function main(): Promise<void> {
       parsed.results = [...old.filter((r) => !fresh.has(`${r.tokens}x${r.spans}`)), ...parsed.results].sort((a, b) => a.tokens - b.tokens || a.spans - b.spans);
     }
     const model = JSON.parse(readFileSync(`${MODEL_DIR}config.json`, 'utf8')) as unknown;
-    writeFileSync(file, JSON.stringify({ date, machine: machine(), model: { dir: '.bench-model (random weights, embedded shapes, 4,608 positions)', config: model }, ...(parsed.browser ? { browser: parsed.browser, adapter: parsed.adapter ?? null } : {}), ...(parsed.runtime ? { runtime: parsed.runtime, adapter: parsed.adapter ?? null } : {}), cases: tokenizer, results: parsed.results }, null, 2) + '\n');
+    writeFileSync(file, JSON.stringify({ date, machine: machine(), model: { dir: '.bench-model (random weights, embedded shapes, 4,608 positions)', config: model }, ...(parsed.browser ? { browser: parsed.browser, adapter: parsed.adapter ?? null } : {}), ...(parsed.runtime ? { runtime: parsed.runtime, adapter: parsed.adapter ?? null } : {}), cases: tokenizer, results: parsed.results, ...(parsed.memory_budget ? { memory_budget: parsed.memory_budget } : {}) }, null, 2) + '\n');
+    const mb = parsed.memory_budget;
+    if (mb) {
+      process.stdout.write(
+        `memory budget (${name}, ${mb.context_tokens} tokens, ${mb.spans} spans, ${mb.variants} variants): estimated peak ${mb.estimated_peak_mib} MiB of the default ${mb.default_budget_mib} MiB (${mb.within_budget ? 'within' : 'OVER'}), ${mb.computed_tokens} tokens computed, trie minimum ${mb.trie_minimum_tokens}, ${mb.forward_passes} passes, ${mb.ms} ms\n`,
+      );
+      if (!mb.within_budget || mb.computed_tokens !== mb.trie_minimum_tokens) process.exitCode = 1;
+    }
   }
   if (!quick) process.stdout.write(`\n${table(all)}\n\nMachine: ${machine()}\n`);
   const summary = all.find((r) => r.backend === 'onnxruntime-node' && r.tokens === 2048 && r.spans === 3);
