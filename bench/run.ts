@@ -24,7 +24,7 @@ import { CHROMIUM_PATH } from '../chromium.config.js';
 import { peakRssDelta } from './memory.js';
 import { writeBenchModel } from './bench-model.js';
 import type { AdapterInfo, DawnBenchRequest, DawnBenchResult } from './dawn.js';
-import { benchCase, buildCase, matmulPeakGflops, PATHS, syntheticCase, type BenchCase, type BenchSession, type CaseResult, type CaseSpec, type PathName } from './cases.js';
+import { benchCase, buildCase, matmulPeakGflops, PATHS, r3, syntheticCase, type BenchCase, type BenchSession, type CaseResult, type CaseSpec, type PathName } from './cases.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const MODEL_DIR = `${ROOT}.bench-model/`;
@@ -170,13 +170,12 @@ async function memoryBudget(session: OrtSession, dims: ModelDims): Promise<Memor
   const { stats } = await scoreSequencesShared(session, dims, c.sequences);
   const ms = performance.now() - t0;
   await session.release();
-  const mib = (b: number) => Math.round((b / 2 ** 20) * 1000) / 1000;
   return {
     spans: 100,
     variants: c.sequences.length,
     context_tokens: c.contextTokens,
-    estimated_peak_mib: mib(stats.peakEstimatedBytes),
-    default_budget_mib: mib(budget),
+    estimated_peak_mib: r3(stats.peakEstimatedBytes / 2 ** 20),
+    default_budget_mib: r3(budget / 2 ** 20),
     within_budget: stats.peakEstimatedBytes <= budget,
     computed_tokens: stats.computedTokens,
     trie_minimum_tokens: stats.trieMinimumTokens,

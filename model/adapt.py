@@ -116,6 +116,13 @@ def read_inputs(args) -> dict:
     return out
 
 
+def write_holdout_cases(args, inputs: dict) -> list[dict]:
+    """Plants the held-out guard cases (seeded: the same for the same inputs) and writes WORK/holdout-cases.jsonl."""
+    holdout = plant.holdout_cases(inputs["holdout"], inputs["train"], args.families, args.seed, args.holdout_cases)
+    plant.write_jsonl(os.path.join(args.work, "holdout-cases.jsonl"), [plant.guard_record(c) for c in holdout])
+    return holdout
+
+
 def build_data(args, inputs: dict, tok) -> dict:
     """Holdout cases (written), encoded training and validation sequences and their counts."""
     import train
@@ -136,8 +143,7 @@ def build_data(args, inputs: dict, tok) -> dict:
             encoded = [train._encode_job(j) for j in jobs]
         return [e for e in encoded if e is not None]
 
-    holdout = plant.holdout_cases(inputs["holdout"], inputs["train"], args.families, args.seed, args.holdout_cases)
-    plant.write_jsonl(os.path.join(args.work, "holdout-cases.jsonl"), [plant.guard_record(c) for c in holdout])
+    holdout = write_holdout_cases(args, inputs)
 
     lm = [c for c in map(plant.language_model_part, inputs["train"]) if len(c["messages"]) > 1]
     planted = plant.training_cases(inputs["train"], args.families, args.seed)
@@ -204,8 +210,7 @@ def main(argv=None) -> int:
 
     if args.plant_only:
         # The held-out cases alone, for the base guard to score before training (it sets the screening point).
-        holdout = plant.holdout_cases(inputs["holdout"], inputs["train"], args.families, args.seed, args.holdout_cases)
-        plant.write_jsonl(os.path.join(args.work, "holdout-cases.jsonl"), [plant.guard_record(c) for c in holdout])
+        write_holdout_cases(args, inputs)
         emit("stage", stage="done", seconds=since())
         return 0
 

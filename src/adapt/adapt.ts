@@ -236,7 +236,9 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     const tick = (): void => progress({ stage: 'score', done: ++done, total, minutesLeft: left() });
     const baseScored = await scoreAll(base, cases, baseOptions, tick, options.signal);
     const baseCases = baseScored.map((x) => x.e);
-    const screenPoint = options.screen === 'default' ? operatingPoint(baseCases, baseOptions.userWeight, baseOptions.tau) : chooseOperatingPoint(baseCases, search).chosen;
+    const basePoint = operatingPoint(baseCases, baseOptions.userWeight, baseOptions.tau);
+    const baseRecalibrated = chooseOperatingPoint(baseCases, search).chosen;
+    const screenPoint = options.screen === 'default' ? basePoint : baseRecalibrated;
     let scoreMs = Date.now() - scoreStart;
     const secondsPerCheck = scoreMs / 1000 / Math.max(1, cases.length);
 
@@ -290,7 +292,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
 
     // 5. The adapted guard scores the same held-out cases; both score a probe of generated cases (forgetting).
     const adaptedStart = Date.now();
-    adapted = createNodeGuard({ modelDir: join(work, 'candidate') });
+    const candidateDir = join(work, 'candidate');
+    adapted = createNodeGuard({ modelDir: candidateDir });
     const adaptedScored = await scoreAll(adapted, cases, baseOptions, tick);
     const probeRates = async (guard: Guard) => {
       let tp = 0, fp = 0, pos = 0, neg = 0;
@@ -304,12 +307,9 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     const generator = { cases: generatorProbe.length, base: await probeRates(base), adapted: await probeRates(adapted) };
     scoreMs += Date.now() - adaptedStart;
     const scoreMinutes = scoreMs / 60000;
-    const candidateDir = join(work, 'candidate');
 
     const adaptedCases = adaptedScored.map((x) => x.e);
     const replayMismatches = [...baseScored, ...adaptedScored].filter((x) => x.blocked !== blockedAt(x.e.evidence, baseOptions.userWeight, baseOptions.tau)).length;
-    const basePoint = operatingPoint(baseCases, baseOptions.userWeight, baseOptions.tau);
-    const baseRecalibrated = chooseOperatingPoint(baseCases, search).chosen;
     const adaptedPoint = chooseOperatingPoint(adaptedCases, search).chosen;
     const adaptedAtBaseOptions = operatingPoint(adaptedCases, baseOptions.userWeight, baseOptions.tau);
     const byAttackerValue: AdaptReport['holdout']['byAttackerValue'] = {};

@@ -130,6 +130,12 @@ function snapshot<T>(raw: T): T {
   }
 }
 
+/** Whether the input's action calls a privileged tool; what cannot be read counts as privileged (fail safe). */
+function isPrivilegedAction(input: unknown, options: Pick<ResolvedGuardOptions, 'privilegedTools'>): boolean {
+  const name = (input as { action?: { name?: unknown } } | null)?.action?.name;
+  return typeof name !== 'string' || isPrivilegedTool(name, options);
+}
+
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
   const { worker, backend, onProgress, stuckWorkerGraceMs, heartbeatTimeoutMs } = options;
@@ -235,12 +241,8 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
   ready.catch(() => undefined);
 
   /**
-   * Runs one remote operation, settling on the first of: its answer, abort, timeout, dispose, or the death
-   * of its worker. A call in flight when its worker dies (wedged by another call the watchdog gave up on, a
-   * device lost in another call, a crash, a worker the app terminated) is sent once more to a fresh worker
-   * within the same timeoutMs, so no call fails for another's fault and a worker that died idle costs the
-   * next call nothing. A call whose worker dies twice rejects with WorkerCrashedError (check(): the failure
-   * policy), so an input that crashes every worker is blocked, never allowed (and calls re-sent with it).
+   * Runs one remote operation, settling on its answer, abort, timeout, dispose, or its worker's second death
+   * (WorkerCrashedError): a call in flight when its worker dies goes once more to a fresh one (module comment).
    */
   async function track<T>(opts: { signal?: AbortSignal | undefined; timeoutMs: number | null }, work: (session: Session, requestId: string) => Promise<T>): Promise<T> {
     if (opts.signal?.aborted) throw new GuardAbortedError('The check was aborted by the caller before it started.');
@@ -337,9 +339,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       // The worker did not answer in time (it may be wedged), or died under the call (security-model.md lists
       // worker crash among the policy's failures): the core's failure policy answers, as in the in-process guard.
       if (isEdgeArmorError(error) && (error.code === 'timeout' || error.code === 'worker-crashed')) {
-        const name = (input as { action?: { name?: unknown } } | null)?.action?.name;
-        // What cannot be read counts as privileged (fail safe).
-        return judgeFailure(error, { privileged: typeof name !== 'string' || isPrivilegedTool(name, resolved) }, resolved, extras());
+        return judgeFailure(error, { privileged: isPrivilegedAction(input, resolved) }, resolved, extras());
       }
       throw error;
     }
