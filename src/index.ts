@@ -5,9 +5,9 @@
  */
 export * from './core/index.js';
 export * from './core/mindguard/index.js';
-export { createLocalGuard, defendWith, type LocalGuard, type LocalGuardRuntime } from './engine/local-guard.js';
+export { createLocalGuard, type LocalGuardRuntime } from './engine/local-guard.js';
 export type { FileReader, ModelManifest, ModelVariant } from './engine/model-files.js';
-export type { ScoringMode } from './engine/engine.js';
+export type { ScoringMode } from './core/runtime-options.js';
 export { createGuard, DEFAULT_MODEL_URL, type CreateGuardOptions, type WorkerGuard, type WorkerLike } from './client/create-guard.js';
 export type { BackendPreference, ModelLocation } from './client/protocol.js';
-export { validateRemoteProxyOptions, type RemoteProxyOptions } from './engine/remote-proxy.js';
+export { validateRemoteProxyOptions, type RemoteProxyOptions } from './core/runtime-options.js';

@@ -1,15 +1,17 @@
 /**
- * EdgeArmor for Node: the in-process guard on onnxruntime-node (onnxruntime-web wasm as fallback),
- * loading the embedded model (or any model directory) from disk.
+ * EdgeArmor for Node: the in-process guard on onnxruntime-node (onnxruntime-web wasm as fallback, and
+ * in worker threads), loading the embedded model (or any model directory) from disk.
  */
-import type { GuardOptions } from './core/options.js';
-import type { GuardProgress } from './core/guard-api.js';
-import { createLocalGuard, type LocalGuard } from './engine/local-guard.js';
+import { isMainThread } from 'node:worker_threads';
+import { backendRequest, checkBackendRequest, planBackends, type OrtBackend } from './core/backend-plan.js';
+import { createConductor, type LocalGuard } from './core/conductor.js';
 import { InvalidOptionsError } from './core/errors.js';
+import type { GuardProgress } from './core/guard-api.js';
+import type { GuardOptions } from './core/options.js';
+import { splitRuntimeOptions, type BackendPreference, type ModelRuntimeOptions } from './core/runtime-options.js';
 import { directoryReader, embeddedModelDir, urlReader } from './engine/files-node.js';
+import { loadEngineScorer } from './engine/local-guard.js';
 import { withManifest, type FileReader } from './engine/model-files.js';
-import type { Backend } from './engine/ort-session.js';
-import { splitRuntimeOptions, type BackendPreference, type ModelRuntimeOptions } from './engine/runtime-options.js';
 
 export { buildManifest, defaultCacheDir, embeddedModelDir, writeModelOptions, type HubTreeEntry } from './engine/files-node.js';
 export type { ModelManifest } from './engine/model-files.js';
@@ -33,32 +35,11 @@ export interface NodeGuardOptions extends GuardOptions, ModelRuntimeOptions {
   /** The backend to run on, as in createGuard: 'auto' tries onnxruntime-node, then wasm. @defaultValue 'auto' */
   backend?: BackendPreference;
   /** Alias of `backend` kept for existing callers: the backends to try, in order (e.g. ['node', 'wasm']). Give one of the two. */
-  backends?: Backend[];
+  backends?: OrtBackend[];
   onProgress?: (event: GuardProgress) => void;
 }
 
 const NODE_OPTION_KEYS = ['modelDir', 'modelUrl', 'cacheDir', 'backend', 'backends', 'onProgress'] as const satisfies ReadonlyArray<keyof NodeGuardOptions>;
-const NODE_BACKENDS: readonly Backend[] = ['node', 'wasm'];
-
-/** The backends to try in Node for `backend` (or its alias `backends`). */
-export function nodeBackends(options: Pick<NodeGuardOptions, 'backend' | 'backends'>): Backend[] {
-  const { backend, backends } = options;
-  if (backend !== undefined && backends !== undefined) {
-    throw new InvalidOptionsError('Invalid options: received both backend and backends; give one (backends is the older spelling of backend).', { option: 'backends' });
-  }
-  if (backends !== undefined) {
-    if (!Array.isArray(backends) || backends.length === 0 || backends.some((b) => !NODE_BACKENDS.includes(b))) {
-      throw new InvalidOptionsError(`Invalid option backends: received ${JSON.stringify(backends)}; allowed in Node: a non-empty list of "node", "wasm".`, { option: 'backends', allowed: [...NODE_BACKENDS] });
-    }
-    return [...backends];
-  }
-  if (backend === undefined || backend === 'auto') return [...NODE_BACKENDS];
-  if (!NODE_BACKENDS.includes(backend as Backend)) {
-    throw new InvalidOptionsError(`Invalid option backend: received ${JSON.stringify(backend)} in Node; allowed here: "auto" | "node" | "wasm".`, { option: 'backend', allowed: ['auto', ...NODE_BACKENDS] });
-  }
-  return [backend as Backend];
-}
-
 function nodeReader(o: Pick<NodeGuardOptions, 'modelDir' | 'modelUrl' | 'modelManifest' | 'cacheDir'>): FileReader {
   if (o.modelUrl === undefined) {
     const dir = directoryReader(o.modelDir ?? embeddedModelDir());
@@ -71,14 +52,23 @@ function nodeReader(o: Pick<NodeGuardOptions, 'modelDir' | 'modelUrl' | 'modelMa
   return urlReader(o.modelUrl, { ...(o.cacheDir !== undefined ? { cacheDir: o.cacheDir } : {}), ...(o.modelManifest ? { manifest: o.modelManifest } : {}) });
 }
 
-/** Creates a guard that runs in this Node process. */
+/**
+ * Creates a guard that runs in this Node process: the core's conductor over onnxruntime-node, or wasm
+ * where the core's planner says so (a worker thread, where terminating a native run aborts the process).
+ */
 export function createNodeGuard(options: NodeGuardOptions = {}): LocalGuard {
   const { guard, runtime } = splitRuntimeOptions(options, NODE_OPTION_KEYS);
   const { modelManifest: _manifest, ...runtimeOptions } = runtime;
-  return createLocalGuard(guard, {
-    ...runtimeOptions,
-    reader: nodeReader(options),
-    backends: nodeBackends(options),
-    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+  // Refused now, not at load: a bad backend is the caller's bug.
+  const request = checkBackendRequest(backendRequest(options), { isNode: true });
+  const reader = nodeReader(options);
+  const onProgress = options.onProgress;
+  return createConductor(guard, {
+    async load() {
+      const plan = await planBackends(request, { isNode: true, isWorkerThread: !isMainThread, gpu: undefined });
+      const loaded = await loadEngineScorer({ ...runtimeOptions, reader, backends: plan.backends, ...(onProgress ? { onProgress } : {}) });
+      return { ...loaded, fallbackReason: [plan.fallbackReason, loaded.fallbackReason].filter(Boolean).join('; ') || null };
+    },
+    ...(onProgress ? { onProgress } : {}),
   });
 }

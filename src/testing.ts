@@ -26,7 +26,7 @@ import { EdgeArmorError, InvalidOptionsError, type WireError } from './core/erro
 import type { GuardStatus } from './core/guard-api.js';
 import type { GuardOptions } from './core/options.js';
 import type { Verdict } from './core/verdict.js';
-import type { ScoringMode } from './engine/engine.js';
+import type { ScoringMode } from './core/runtime-options.js';
 import type { ModelManifest, ModelVariant } from './engine/model-files.js';
 import type { RemoteProxyOptions } from './engine/remote-proxy.js';
 

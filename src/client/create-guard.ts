@@ -10,15 +10,14 @@
  * yields to read the cancel) is treated as crashed: terminated, and replaced.
  */
 import * as Comlink from 'comlink';
-import { isPrivilegedTool } from '../core/context.js';
+import { defendWith, judgeInputFailure } from '../core/conductor.js';
+import { abortedError, startDeadline } from '../core/deadline.js';
 import type { DefenseResult } from '../core/defense.js';
-import { deserializeError, serializeError, DisposedError, GuardAbortedError, GuardTimeoutError, InvalidInputError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
+import { deserializeError, serializeError, DisposedError, InvalidInputError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus } from '../core/guard-api.js';
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
-import { judgeFailure } from '../core/judge.js';
+import { splitRuntimeOptions, type BackendPreference, type ModelRuntimeOptions } from '../core/runtime-options.js';
 import type { Verdict } from '../core/verdict.js';
-import { defendWith } from '../engine/local-guard.js';
-import { splitRuntimeOptions, type BackendPreference, type ModelRuntimeOptions } from '../engine/runtime-options.js';
 import { connectWorker, type WorkerConnection, type WorkerLike } from './endpoint.js';
 import { heartbeatOptions, startHeartbeat } from './heartbeat.js';
 import type { GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
@@ -130,12 +129,6 @@ function snapshot<T>(raw: T): T {
   }
 }
 
-/** Whether the input's action calls a privileged tool; what cannot be read counts as privileged (fail safe). */
-function isPrivilegedAction(input: unknown, options: Pick<ResolvedGuardOptions, 'privilegedTools'>): boolean {
-  const name = (input as { action?: { name?: unknown } } | null)?.action?.name;
-  return typeof name !== 'string' || isPrivilegedTool(name, options);
-}
-
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
   const { worker, backend, onProgress, stuckWorkerGraceMs, heartbeatTimeoutMs } = options;
@@ -245,12 +238,13 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
    * (WorkerCrashedError): a call in flight when its worker dies goes once more to a fresh one (module comment).
    */
   async function track<T>(opts: { signal?: AbortSignal | undefined; timeoutMs: number | null }, work: (session: Session, requestId: string) => Promise<T>): Promise<T> {
-    if (opts.signal?.aborted) throw new GuardAbortedError('The check was aborted by the caller before it started.');
+    if (opts.signal?.aborted) throw abortedError();
     let session = ensureSession();
+    // The call's one deadline (core/deadline.ts): timeoutMs and the caller's abort, as the conductor's in the worker.
+    const deadline = startDeadline(opts.timeoutMs, opts.signal);
     return new Promise<T>((resolve, reject) => {
       let requestId = '';
       let attempt = 0;
-      let timer: ReturnType<typeof setTimeout> | undefined;
       let watchdog: ReturnType<typeof setTimeout> | undefined;
       const cancelRemote = () => {
         if (session.dead) return;
@@ -259,13 +253,13 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
         // A worker that cannot even stop this call (it never yields to read the cancel) is wedged: replaced, its other calls re-sent.
         watchdog = setTimeout(() => wedged.kill(`it did not stop a cancelled call within ${stuckGraceMs} ms`), stuckGraceMs);
       };
-      const onAbort = () => {
+      const onExpired = () => {
         cancelRemote();
-        fail(new GuardAbortedError('The check was aborted by the caller.'));
+        fail(deadline.signal.reason as Error);
       };
       const cleanup = () => {
-        clearTimeout(timer);
-        opts.signal?.removeEventListener('abort', onAbort);
+        deadline.clear();
+        deadline.signal.removeEventListener('abort', onExpired);
         session.inFlight.delete(onWorkerDeath);
         inFlight.delete(fail);
       };
@@ -305,14 +299,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
         );
       }
       inFlight.add(fail);
-      if (opts.timeoutMs !== null) {
-        const ms = opts.timeoutMs;
-        timer = setTimeout(() => {
-          cancelRemote();
-          fail(new GuardTimeoutError(`The check took longer than timeoutMs = ${ms}.`, { timeoutMs: ms }));
-        }, ms);
-      }
-      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      deadline.signal.addEventListener('abort', onExpired, { once: true });
       send();
     });
   }
@@ -337,9 +324,10 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
       return verdict;
     } catch (error) {
       // The worker did not answer in time (it may be wedged), or died under the call (security-model.md lists
-      // worker crash among the policy's failures): the core's failure policy answers, as in the in-process guard.
+      // worker crash among the policy's failures): the core's failure policy answers, as in the in-process guard,
+      // on the input validated here (only on this path: on every other the worker validates it, once).
       if (isEdgeArmorError(error) && (error.code === 'timeout' || error.code === 'worker-crashed')) {
-        return judgeFailure(error, { privileged: isPrivilegedAction(input, resolved) }, resolved, extras());
+        return judgeInputFailure(error, input, resolved, extras());
       }
       throw error;
     }

@@ -10,7 +10,7 @@ import { serializeError, type WireError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import type { Verdict } from '../core/verdict.js';
-import type { BackendPreference, ModelRuntimeOptions } from '../engine/runtime-options.js';
+import type { BackendPreference, ModelRuntimeOptions } from '../core/runtime-options.js';
 
 export type { WireError } from '../core/errors.js';
 
@@ -26,7 +26,7 @@ export async function settle<T>(work: () => Promise<T>): Promise<WireResult<T>> 
   }
 }
 
-export type { BackendPreference } from '../engine/runtime-options.js';
+export type { BackendPreference } from '../core/runtime-options.js';
 
 /** Where the worker reads the model from: a base URL (browser, fetched and cached) or a directory (Node). */
 export type ModelLocation = { baseUrl: string } | { dir: string };

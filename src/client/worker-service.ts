@@ -1,40 +1,32 @@
 /**
- * The guard service that runs inside the worker: a LocalGuard behind the wire protocol, with one
- * AbortController per request so `cancel(requestId)` stops that request's model work.
+ * The guard service that runs inside the worker: the core's conductor (over the engine loaded here)
+ * behind the wire protocol, with one AbortController per request so `cancel(requestId)` stops that
+ * request's model work. The backends come from the core's planner.
  */
 import { releaseProxy } from 'comlink';
-import { BackendUnavailableError, GuardAbortedError, IntegrityError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';
-import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
+import { planBackends, type BackendHost } from '../core/backend-plan.js';
+import { loadingStatus, type LocalGuard } from '../core/conductor.js';
+import { IntegrityError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';
+import type { GuardProgress } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
-import { softwareAdapterReason, type WebGpuAdapterLike } from '../core/webgpu-adapter.js';
+import { splitRuntimeOptions } from '../core/runtime-options.js';
 import { createBrowserReader, type BrowserFileReader } from '../engine/files-browser.js';
-import { createLocalGuard, type LocalGuard, type LocalGuardRuntime } from '../engine/local-guard.js';
+import { createLocalGuard, type LocalGuardRuntime } from '../engine/local-guard.js';
 import { withManifest, type FileReader } from '../engine/model-files.js';
-import { splitRuntimeOptions } from '../engine/runtime-options.js';
-import type { Backend } from '../engine/ort-session.js';
 import { isNodeRuntime } from './endpoint.js';
-import { settle, type BackendPreference, type GuardWorkerApi, type WireResult, type WorkerInitOptions } from './protocol.js';
+import { settle, type GuardWorkerApi, type WireResult, type WorkerInitOptions } from './protocol.js';
 
 /** Seams for tests and other hosts; the defaults build the real engine. */
 export interface WorkerServiceDeps {
   /** @defaultValue createLocalGuard */
   createLocalGuard?: (options: GuardOptions, runtime: LocalGuardRuntime) => LocalGuard;
   /** @defaultValue globalThis.navigator?.gpu */
-  gpu?: { requestAdapter(): Promise<unknown> } | undefined;
+  gpu?: BackendHost['gpu'];
   /** Whether this is Node (worker_threads). @defaultValue detected from process.versions.node */
   isNode?: boolean;
   /** Whether this Node code runs in a worker thread rather than the main thread. @defaultValue detected from worker_threads.isMainThread */
   isWorkerThread?: boolean;
 }
-
-/**
- * Why a Node worker thread runs onnxruntime-web (wasm) instead of onnxruntime-node: terminating a
- * worker_threads Worker while onnxruntime-node runs (the client's crash recovery, the stuck-call
- * watchdog, abort, dispose) throws a Napi::Error on a torn-down thread and aborts the whole host
- * process (exit 134). Wasm stops with the thread. In the main thread, createNodeGuard keeps onnxruntime-node.
- */
-export const NATIVE_IN_WORKER_THREAD_REASON =
-  'onnxruntime-node: not used inside a worker thread (terminating the worker during a native run would abort the whole process); onnxruntime-web wasm runs instead';
 
 async function detectWorkerThread(isNode: boolean): Promise<boolean> {
   if (!isNode) return false;
@@ -42,63 +34,6 @@ async function detectWorkerThread(isNode: boolean): Promise<boolean> {
   const specifier = 'node:worker_threads';
   const { isMainThread } = (await import(/* @vite-ignore */ specifier)) as typeof import('node:worker_threads');
   return !isMainThread;
-}
-
-/** The backends to try for a preference, and why a preferred one was skipped. */
-export interface BackendPlan {
-  backends: Backend[];
-  fallbackReason: string | null;
-}
-
-const NOT_LOADED: GuardStatus = Object.freeze({
-  state: 'loading',
-  backend: null,
-  fallbackReason: null,
-  model: null,
-  variant: null,
-  maxContextTokens: null,
-  attention: false,
-  scoring: null,
-  modelOptions: null,
-}) as GuardStatus;
-
-/** Why WebGPU cannot be used ('unavailable') or should not be under 'auto' ('software'), or null for a real GPU. */
-async function webgpuProblem(gpu: WorkerServiceDeps['gpu']): Promise<{ kind: 'unavailable' | 'software'; reason: string } | null> {
-  if (gpu === undefined || gpu === null) return { kind: 'unavailable', reason: 'navigator.gpu is undefined' };
-  let adapter: unknown;
-  try {
-    adapter = await gpu.requestAdapter();
-  } catch (e) {
-    return { kind: 'unavailable', reason: `navigator.gpu.requestAdapter() threw: ${(e as Error).message}` };
-  }
-  if (!adapter) return { kind: 'unavailable', reason: 'navigator.gpu.requestAdapter() returned null' };
-  const software = typeof adapter === 'object' ? softwareAdapterReason(adapter as WebGpuAdapterLike) : null;
-  return software === null ? null : { kind: 'software', reason: software };
-}
-
-/** Turns a backend preference into the ordered backends to try, checking WebGPU for an adapter first. */
-export async function planBackends(preference: BackendPreference, env: { isNode: boolean; gpu: WorkerServiceDeps['gpu']; isWorkerThread?: boolean }): Promise<BackendPlan> {
-  const allowed = env.isNode ? ['auto', 'node', 'wasm'] : ['auto', 'webgpu', 'wasm'];
-  if (!allowed.includes(preference)) {
-    throw new InvalidOptionsError(`Invalid option backend: received "${preference}" in ${env.isNode ? 'Node' : 'a browser'}; allowed here: ${allowed.map((a) => `"${a}"`).join(' | ')}.`, {
-      option: 'backend',
-      allowed,
-    });
-  }
-  if (env.isNode && env.isWorkerThread === true && preference !== 'wasm') return { backends: ['wasm'], fallbackReason: NATIVE_IN_WORKER_THREAD_REASON };
-  if (env.isNode) return { backends: preference === 'auto' ? ['node', 'wasm'] : [preference as Backend], fallbackReason: null };
-  if (preference === 'wasm') return { backends: ['wasm'], fallbackReason: null };
-  const problem = await webgpuProblem(env.gpu);
-  if (preference === 'webgpu') {
-    // An explicit 'webgpu' is honoured on a software adapter: the caller asked for that code path.
-    if (problem?.kind === 'unavailable') {
-      throw new BackendUnavailableError(`WebGPU was requested but is unavailable: ${problem.reason}.`, { causes: [{ backend: 'webgpu', message: problem.reason }] });
-    }
-    return { backends: ['webgpu'], fallbackReason: null };
-  }
-  if (problem === null) return { backends: ['webgpu', 'wasm'], fallbackReason: null };
-  const why = problem.kind === 'software' ? `${problem.reason}, which runs on the CPU slower than WASM; pass backend: 'webgpu' to use it anyway` : problem.reason;
-  return { backends: ['wasm'], fallbackReason: `WebGPU: ${why}` };
 }
 
 /** Creates the service a worker exposes with `Comlink.expose`. */
@@ -154,7 +89,7 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
         let runtime: LocalGuardRuntime;
         try {
           const isWorkerThread = deps.isWorkerThread ?? (await detectWorkerThread(isNode));
-          const plan = await planBackends(init.backend ?? 'auto', { isNode, isWorkerThread, gpu: 'gpu' in deps ? deps.gpu : (globalThis.navigator as { gpu?: WorkerServiceDeps['gpu'] } | undefined)?.gpu });
+          const plan = await planBackends(init.backend ?? 'auto', { isNode, isWorkerThread, gpu: 'gpu' in deps ? deps.gpu : (globalThis.navigator as { gpu?: BackendHost['gpu'] } | undefined)?.gpu });
           const { modelManifest: _manifest, ...runtimeOptions } = splitRuntimeOptions(init, ['guard', 'model', 'backend']).runtime;
           runtime = { ...runtimeOptions, reader: await makeReader(init, report), backends: plan.backends, fallbackReason: plan.fallbackReason, onProgress: report };
         } catch (error) {
@@ -195,23 +130,14 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
     check: (requestId, input) => withRequest(requestId, async (signal) => (await requireGuard()).check(input, { signal })),
 
     scoreSentenceAblations: (requestId, input, messageIndex, texts) =>
-      withRequest(requestId, async (signal) => {
-        const g = await requireGuard();
-        const work = g.scoreSentenceAblations(input, messageIndex, texts);
-        // LocalGuard's sentence scorer takes no signal: an abort answers at once and leaves the batch to finish.
-        return new Promise<number[]>((resolve, reject) => {
-          const onAbort = () => reject(new GuardAbortedError('the check was aborted by the caller'));
-          signal.addEventListener('abort', onAbort, { once: true });
-          work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-        });
-      }),
+      withRequest(requestId, async (signal) => (await requireGuard()).scoreSentenceAblations(input, messageIndex, texts, { signal })),
 
     async cancel(requestId) {
       requests.get(requestId)?.abort();
     },
 
     async status() {
-      return guard ? guard.status() : { ...NOT_LOADED };
+      return guard ? guard.status() : loadingStatus();
     },
 
     async dispose() {

@@ -3,9 +3,8 @@
  * log-probs (and attention rows for the full context) with one batched run of the model.
  */
 import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
-import type { StructuredContext } from '../core/context.js';
-import type { Variant } from '../core/variants.js';
-import type { ActionTextMode } from '../core/options.js';
+import type { ModelRuntimeOptions, ScoringMode } from '../core/runtime-options.js';
+import type { Scorer, ScoreRequest } from '../core/scorer-port.js';
 import type { BackendName } from '../core/guard-api.js';
 import { encodeSegmentedCall, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
 import { encodeTemplateCall } from './template-format.js';
@@ -18,25 +17,12 @@ import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
 import { boundLongTexts } from './bounded-text.js';
 
 export type { ActionLayout, ContextLayout, TruncationReport } from './call-encoding.js';
+export type { ScoringMode } from '../core/runtime-options.js';
+export type { ScoreRequest } from '../core/scorer-port.js';
 
-/** Options for {@link createEngine}. */
-export interface EngineOptions {
+/** Options for {@link createEngine}: the runtime options that concern the engine, and the backend it runs on. */
+export interface EngineOptions extends Pick<ModelRuntimeOptions, 'wasmThreads' | 'wasmPaths' | 'maxBatchTokens' | 'scoring' | 'chatTemplate'> {
   backend: Backend;
-  /** wasm threads (onnxruntime-web only). */
-  wasmThreads?: number;
-  /** onnxruntime-web's .wasm location, served by the app itself. */
-  wasmPaths?: string | Record<string, string>;
-  /** Padded tokens per forward pass of the 'naive' scoring path. @defaultValue 8192 on 'naive'; none on 'auto' */
-  maxBatchTokens?: number;
-  /**
-   * 'prefix': compute each shared token prefix of the variants once and branch from its KV cache
-   * (prefix-scorer.ts): the fewest tokens, the right plan on CPUs. 'naive': every variant's full sequence,
-   * batched: the fewest passes, which is what a GPU needs (on an H100 through WebGPU the standard
-   * 2k-token / 3-span check took 96 ms in one batch against 788 ms on the prefix path; bench/README.md).
-   * 'auto': 'naive' on WebGPU, in passes of at most `maxBatchBytes` (estimated), else 'prefix'.
-   * @defaultValue 'auto'
-   */
-  scoring?: ScoringMode;
   /**
    * Estimated peak bytes per forward pass (KV, attention, activations, logits): the prefix path's budget,
    * and on WebGPU under 'auto' the naive path's. @defaultValue on the prefix path 64 MiB, or more for a check
@@ -48,15 +34,7 @@ export interface EngineOptions {
    * them; models with EdgeArmor's export have them already. @defaultValue true
    */
   exposeAttention?: boolean;
-  /**
-   * A Jinja chat template to render guard calls with instead of the model's own (e.g. one that writes
-   * tool turns for a model whose template refuses them); implies template rendering. @defaultValue the model's
-   */
-  chatTemplate?: string;
 }
-
-/** How the engine runs the variants: a plan, or 'auto' to pick one by backend. */
-export type ScoringMode = 'auto' | ScoringPlan['scoring'];
 
 /** The plan a scoring mode resolves to on a backend, with its per-pass budgets. */
 export type ScoringPlan =
@@ -118,19 +96,8 @@ export interface EngineScores {
   computedTokens: number;
 }
 
-/** Scoring request for one guard call. */
-export interface ScoreRequest {
-  context: StructuredContext;
-  variants: readonly Variant[];
-  actionText: ActionTextMode;
-  withAttention: boolean;
-  /** Extra sequences: the full context with one message's text replaced (sentence-level leave-one-out). */
-  replacements?: ReadonlyArray<{ id: string; messageIndex: number; content: string }>;
-  signal?: AbortSignal;
-}
-
-/** A loaded proxy model that scores guard calls. */
-export interface ProxyEngine {
+/** A loaded proxy model that scores guard calls: the core's Scorer port, with its tokenizer and a raw-sequence scorer for baselines. */
+export interface ProxyEngine extends Scorer {
   readonly info: EngineInfo;
   readonly tokenizer: ProxyTokenizer;
   score(request: ScoreRequest): Promise<EngineScores>;

@@ -7,12 +7,9 @@
  */
 import { IntegrityError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { MODEL_OPTIONS_FILE, parseModelOptionsFile, type ModelOptionsFile } from '../core/model-options.js';
+import type { ModelManifest, ModelVariant } from '../core/runtime-options.js';
 
-/** manifest.json: every file of a model directory with its SHA-256 and size. */
-export interface ModelManifest {
-  model: string;
-  files: Record<string, { sha256: string; size: number }>;
-}
+export type { ModelManifest, ModelVariant } from '../core/runtime-options.js';
 
 /**
  * Reads one file of a model by its path relative to the model directory. A reader that can tell cheaply
@@ -20,9 +17,6 @@ export interface ModelManifest {
  * manifest does not pin. A URL reader has none: it only ever fetches files the manifest lists.
  */
 export type FileReader = ((relativePath: string) => Promise<Uint8Array>) & { has?: (relativePath: string) => Promise<boolean> };
-
-/** Model precision variants, by file. */
-export type ModelVariant = 'fp32' | 'q4' | 'fp16' | 'q4f16';
 
 /** onnx file of each variant, in the transformers.js / onnx-community layout. */
 export const VARIANT_FILES: Readonly<Record<ModelVariant, string>> = Object.freeze({

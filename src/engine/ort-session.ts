@@ -5,11 +5,12 @@
  * Node's fallback. Both share onnxruntime-common's API, so the scorer sees one interface.
  */
 import type { InferenceSession, Tensor } from 'onnxruntime-web';
+import type { OrtBackend as Backend } from '../core/backend-plan.js';
 import { BackendUnavailableError } from '../core/errors.js';
 import { classifyInferenceError } from './inference-errors.js';
 
 /** Where inference runs. */
-export type Backend = 'node' | 'wasm' | 'webgpu';
+export type { OrtBackend as Backend } from '../core/backend-plan.js';
 
 /** The part of onnxruntime's module the engine uses. */
 export interface OrtModule {

@@ -8,48 +8,14 @@
  * checked against what was sent, so no boundary token is lost, merged or re-tokenised on the way.
  * All of a call's variants go in one request (up to `maxSequencesPerRequest`).
  */
-import { InvalidOptionsError, RemoteProxyError } from '../core/errors.js';
+import { RemoteProxyError } from '../core/errors.js';
+import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../core/runtime-options.js';
 import type { JsonObject } from '../core/types.js';
 import { engineFromParts, maxPositionsFromConfig, proxyTokenizerFor, type ProxyEngine, type SequenceRunner } from './engine.js';
 import type { TokenizerModelFiles } from './model-files.js';
 import { totalTokens, type ScoreResult, type ScoreSequence } from './scorer.js';
 
-/** Where the remote proxy runs. Structured-cloneable, so it crosses into the worker as is. */
-export interface RemoteProxyOptions {
-  /** The server's base URL, e.g. `http://gpu-box:8000`; requests go to `<url>/v1/completions`. */
-  url: string;
-  /** The served model name (vLLM `--served-model-name`). */
-  model: string;
-  /** Sent as `Authorization: Bearer <apiKey>` (vLLM `--api-key`). */
-  apiKey?: string;
-  /** Most sequences per request; one guard call's variants usually fit in one. @defaultValue 64 */
-  maxSequencesPerRequest?: number;
-}
-
-const KEYS = ['url', 'model', 'apiKey', 'maxSequencesPerRequest'];
-
-/** Checks remote proxy options; throws InvalidOptionsError naming what was wrong and what is allowed. */
-export function validateRemoteProxyOptions(value: unknown): RemoteProxyOptions {
-  const bad = (what: string, allowed: string): never => {
-    throw new InvalidOptionsError(`Invalid option remoteProxy${what}; allowed: ${allowed}.`, { option: 'remoteProxy' });
-  };
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) bad(`: received ${JSON.stringify(value)}`, '{ url, model, apiKey?, maxSequencesPerRequest? }');
-  const o = value as Record<string, unknown>;
-  const unknown = Object.keys(o).filter((k) => !KEYS.includes(k));
-  if (unknown.length > 0) bad(`: unknown key(s) ${unknown.map((k) => `"${k}"`).join(', ')}`, KEYS.join(', '));
-  let url: URL | undefined;
-  try {
-    url = typeof o['url'] === 'string' ? new URL(o['url']) : undefined;
-  } catch {
-    url = undefined;
-  }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) bad(`.url: received ${JSON.stringify(o['url'])}`, 'an absolute http(s) URL such as "http://gpu-box:8000"');
-  if (typeof o['model'] !== 'string' || o['model'] === '') bad(`.model: received ${JSON.stringify(o['model'])}`, 'the served model name, a non-empty string');
-  if (o['apiKey'] !== undefined && typeof o['apiKey'] !== 'string') bad('.apiKey: received a non-string', 'a string');
-  const max = o['maxSequencesPerRequest'];
-  if (max !== undefined && !(typeof max === 'number' && Number.isInteger(max) && max >= 1)) bad(`.maxSequencesPerRequest: received ${JSON.stringify(max)}`, 'an integer >= 1');
-  return o as unknown as RemoteProxyOptions;
-}
+export { validateRemoteProxyOptions, type RemoteProxyOptions } from '../core/runtime-options.js';
 
 /** The request body the scoring uses: prompt log-probs of token-id prompts, echoed as ids. */
 export function completionRequest(model: string, prompts: number[][]): JsonObject {

@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planBackends } from '../../src/client/worker-service.js';
+import { planBackends } from '../../src/core/backend-plan.js';
 import type { WebGpuAdapterLike } from '../../src/core/webgpu-adapter.js';
 import { CHROMIUM_PATH, launchChromium, watchConsole, type BrowserHandle } from './browser-helpers.js';
 import { existsSync } from 'node:fs';

@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NATIVE_IN_WORKER_THREAD_REASON } from '../../src/client/worker-service.js';
+import { NATIVE_IN_WORKER_THREAD_REASON } from '../../src/core/backend-plan.js';
 import { requirement } from '../requirements.js';
 
 const ROOT = join(import.meta.dirname, '../..');

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createGuard, type WorkerGuard } from '../../src/client/create-guard.js';
-import { NATIVE_IN_WORKER_THREAD_REASON } from '../../src/client/worker-service.js';
+import { NATIVE_IN_WORKER_THREAD_REASON } from '../../src/core/backend-plan.js';
 import type { LocalGuard } from '../../src/engine/local-guard.js';
 import { createNodeGuard } from '../../src/node.js';
 import { requirement } from '../requirements.js';

@@ -62,3 +62,45 @@ describe('src/core purity', () => {
     expect(cycles).toEqual([]);
   });
 });
+
+/** Value imports only: `import type` couples no behaviour. */
+function valueSpecifiers(text: string): string[] {
+  return [...text.matchAll(/^\s*(?:import|export)\s+(?!type\b)[^;]*?\bfrom\s+['"]([^'"]+)['"]/gms)].map((m) => m[1]!);
+}
+
+const SRC = join(import.meta.dirname, '../../src');
+// The page's side of the worker guard; worker-service.ts is the worker's.
+const PAGE = ['client/create-guard.ts', 'client/endpoint.ts', 'client/heartbeat.ts', 'client/protocol.ts'];
+
+describe("a check's path enters the core once, as the conductor", () => {
+  it('the page imports only the core, the wire protocol and comlink (no engine module)', () => {
+    for (const page of PAGE) {
+      const file = join(SRC, page);
+      for (const specifier of specifiers(readFileSync(file, 'utf8'))) {
+        if (!specifier.startsWith('.')) {
+          expect(specifier.startsWith('comlink'), `${page} imports the package ${specifier}`).toBe(true);
+          continue;
+        }
+        const target = relative(SRC, resolveLocal(file, specifier));
+        expect(target.startsWith('core/') || PAGE.includes(target), `${page} imports ${specifier}`).toBe(true);
+      }
+    }
+  });
+
+  it('no engine or shell module runs the judge, the planner or the failure policy itself: only the conductor does', () => {
+    const outside = files(SRC).filter((f) => !f.startsWith(CORE + '/'));
+    for (const file of outside) {
+      for (const specifier of valueSpecifiers(readFileSync(file, 'utf8'))) {
+        if (!specifier.startsWith('.')) continue;
+        const target = relative(SRC, resolveLocal(file, specifier));
+        expect(target, `${relative(SRC, file)} imports ${specifier}`).not.toBe('core/judge.ts');
+      }
+    }
+  });
+
+  it('among the engines only the loader makes a conductor, so no engine calls back into the core mid-check', () => {
+    const engines = files(join(SRC, 'engine'));
+    const makers = engines.filter((f) => valueSpecifiers(readFileSync(f, 'utf8')).some((s) => resolveLocal(f, s) === join(CORE, 'conductor.ts')));
+    expect(makers.map((f) => relative(SRC, f))).toEqual(['engine/local-guard.ts']);
+  });
+});

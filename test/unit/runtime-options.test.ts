@@ -5,26 +5,43 @@
  */
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../../src/core/errors.js';
-import { MODEL_RUNTIME_OPTION_KEYS, splitRuntimeOptions } from '../../src/engine/runtime-options.js';
-import { nodeBackends } from '../../src/node.js';
+import { MODEL_RUNTIME_OPTION_KEYS, splitRuntimeOptions } from '../../src/core/runtime-options.js';
+import { backendRequest, NATIVE_IN_WORKER_THREAD_REASON, planBackends, type BackendRequest } from '../../src/core/backend-plan.js';
+import { createNodeGuard } from '../../src/node.js';
+
+/** The backends createNodeGuard tries in its main thread, from its options (the core's one planner). */
+async function nodeBackends(options: Parameters<typeof backendRequest>[0]): Promise<string[]> {
+  const request: BackendRequest = backendRequest(options);
+  return (await planBackends(request, { isNode: true, isWorkerThread: false, gpu: undefined })).backends;
+}
 
 describe('backend in Node', () => {
-  it("takes createGuard's backend names: 'auto' tries onnxruntime-node then wasm, one name runs only that", () => {
-    expect(nodeBackends({})).toEqual(['node', 'wasm']);
-    expect(nodeBackends({ backend: 'auto' })).toEqual(['node', 'wasm']);
-    expect(nodeBackends({ backend: 'wasm' })).toEqual(['wasm']);
-    expect(nodeBackends({ backend: 'node' })).toEqual(['node']);
+  it("takes createGuard's backend names: 'auto' tries onnxruntime-node then wasm, one name runs only that", async () => {
+    expect(await nodeBackends({})).toEqual(['node', 'wasm']);
+    expect(await nodeBackends({ backend: 'auto' })).toEqual(['node', 'wasm']);
+    expect(await nodeBackends({ backend: 'wasm' })).toEqual(['wasm']);
+    expect(await nodeBackends({ backend: 'node' })).toEqual(['node']);
   });
 
-  it('keeps the older backends list working as an alias, in the order given', () => {
-    expect(nodeBackends({ backends: ['wasm', 'node'] })).toEqual(['wasm', 'node']);
+  it('keeps the older backends list working as an alias, in the order given', async () => {
+    expect(await nodeBackends({ backends: ['wasm', 'node'] })).toEqual(['wasm', 'node']);
   });
 
-  it('refuses both spellings at once, WebGPU in Node and an empty list, saying what is allowed', () => {
-    expect(() => nodeBackends({ backend: 'node', backends: ['node'] })).toThrow(/received both backend and backends; give one/);
-    expect(() => nodeBackends({ backend: 'webgpu' })).toThrow(InvalidOptionsError);
-    expect(() => nodeBackends({ backend: 'webgpu' })).toThrow(/Invalid option backend: received "webgpu" in Node; allowed here: "auto" \| "node" \| "wasm"/);
-    expect(() => nodeBackends({ backends: [] })).toThrow(/Invalid option backends: received \[\]; allowed in Node: a non-empty list of "node", "wasm"/);
+  it('refuses both spellings at once, WebGPU in Node and an empty list, saying what is allowed, when the guard is made', async () => {
+    expect(() => backendRequest({ backend: 'node', backends: ['node'] })).toThrow(/received both backend and backends; give one/);
+    await expect(nodeBackends({ backend: 'webgpu' })).rejects.toThrow(InvalidOptionsError);
+    await expect(nodeBackends({ backend: 'webgpu' })).rejects.toThrow(/Invalid option backend: received "webgpu" in Node; allowed here: "auto" \| "node" \| "wasm"/);
+    await expect(nodeBackends({ backends: [] })).rejects.toThrow(/Invalid option backends: received \[\]; allowed in Node: a non-empty list of "node", "wasm"/);
+    // createNodeGuard refuses them synchronously, before any model work.
+    expect(() => createNodeGuard({ backend: 'webgpu' as never })).toThrow(/Invalid option backend: received "webgpu" in Node/);
+    expect(() => createNodeGuard({ backends: [] })).toThrow(/allowed in Node: a non-empty list/);
+  });
+
+  it('plans wasm in a worker thread, with the reason, whatever the preference names onnxruntime-node', async () => {
+    for (const request of ['auto', 'node', ['node', 'wasm']] as const) {
+      expect(await planBackends(request, { isNode: true, isWorkerThread: true, gpu: undefined })).toEqual({ backends: ['wasm'], fallbackReason: NATIVE_IN_WORKER_THREAD_REASON });
+    }
+    expect(await planBackends(['wasm'], { isNode: true, isWorkerThread: true, gpu: undefined })).toEqual({ backends: ['wasm'], fallbackReason: null });
   });
 });
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { planBackends } from '../../src/client/worker-service.js';
+import { planBackends } from '../../src/core/backend-plan.js';
 import { softwareAdapterReason, type WebGpuAdapterLike } from '../../src/core/webgpu-adapter.js';
 
 const FIXTURES = JSON.parse(readFileSync(new URL('../fixtures/webgpu-adapters.json', import.meta.url), 'utf8')) as Record<'software' | 'hardware', Record<string, WebGpuAdapterLike>>;

@@ -1,0 +1,205 @@
+/**
+ * The conductor: the one path of a check, from the caller's input to the verdict. It validates the
+ * input, builds the context, plans, waits for the scorer (the port an engine implements), scores under
+ * the call's one deadline, judges, and maps every malfunction to the failure policy; `defend` runs on
+ * top of it. The shells (Node, the worker, the CLI) make a conductor and carry its answers; the
+ * engines only load and score.
+ *
+ *   input -> parseGuardInput -> buildContext -> planCheck -> [verdict without the model]
+ *                                                     \-> Scorer.score (deadline) -> judge -> verdict
+ *                                        any failure on the way -> judgeFailure (the policy) -> verdict
+ */
+import { buildContext, isPrivilegedTool, type StructuredContext } from './context.js';
+import { startDeadline, abortedError } from './deadline.js';
+import { createLocalRedactor, runDefense, type DefenseResult, type SanitizeRequest } from './defense.js';
+import { DisposedError, isEdgeArmorError } from './errors.js';
+import type { CheckOptions, DefendCallbacks, Guard, GuardStatus } from './guard-api.js';
+import { parseGuardInput } from './guard-input.js';
+import { judge, judgeFailure, planCheck, type CheckPlan } from './judge.js';
+import { applyModelOptions, type ModelOptionsFile } from './model-options.js';
+import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from './options.js';
+import type { LoadedScorer, Scorer, ScorerSource } from './scorer-port.js';
+import type { GuardInput } from './types.js';
+import { buildVariants } from './variants.js';
+import type { Verdict, VerdictExtras } from './verdict.js';
+
+/** A guard with the sentence scorer the local redactor needs (what a conductor is, wherever it runs). */
+export interface LocalGuard extends Guard {
+  /** Log-prob deltas of the action when each sentence of one message is removed (normalised by action tokens). */
+  scoreSentenceAblations(input: unknown, messageIndex: number, ablatedTexts: string[], options?: CheckOptions): Promise<number[]>;
+}
+
+/** A loaded scorer and the options its verdicts are judged with (the caller's over the model directory's). */
+interface Ready {
+  scorer: Scorer;
+  options: ResolvedGuardOptions;
+}
+
+function total(xs: ArrayLike<number>): number {
+  let sum = 0;
+  for (let i = 0; i < xs.length; i++) sum += xs[i]!;
+  return sum;
+}
+
+function now(): number {
+  return globalThis.performance?.now() ?? Date.now();
+}
+
+/** The status of a guard whose scorer has not loaded yet. */
+export function loadingStatus(fallbackReason: string | null = null): GuardStatus {
+  return { state: 'loading', backend: null, fallbackReason, model: null, variant: null, maxContextTokens: null, attention: false, scoring: null, modelOptions: null };
+}
+
+/**
+ * The failure policy for a call whose scorer failed before its context existed here (the worker client
+ * after a timeout or a worker crash): the input is validated, and a call that cannot be shown to be
+ * unprivileged gets `onError`.
+ */
+export function judgeInputFailure(error: unknown, raw: unknown, options: ResolvedGuardOptions, extras: VerdictExtras = {}): Verdict {
+  const input: GuardInput = parseGuardInput(raw);
+  return judgeFailure(error, { privileged: isPrivilegedTool(input.action.name, options) }, options, extras);
+}
+
+/** Creates the guard that conducts every check over the scorer `source` loads. */
+export function createConductor(options: GuardOptions, source: ScorerSource): LocalGuard {
+  // Validated now so bad options fail fast; the model's own operating point joins them once its files are verified.
+  const resolved = resolveOptions(options);
+  const status = loadingStatus(source.fallbackReason ?? null);
+  let disposed = false;
+  // One model, one run at a time: scoring requests queue here.
+  let queue: Promise<unknown> = Promise.resolve();
+  const serial = <T>(task: () => Promise<T>): Promise<T> => {
+    const run = queue.then(task, task);
+    queue = run.catch(() => undefined);
+    return run;
+  };
+
+  /** The options verdicts are judged with: the caller's (what they set, from any source) over the model's file, over the defaults. */
+  function withModelOptions(file: ModelOptionsFile | null): ResolvedGuardOptions {
+    if (file === null) return resolved;
+    const applied = applyModelOptions(options, file);
+    status.modelOptions = applied.status;
+    return resolveOptions(applied.options);
+  }
+
+  function markReady(loaded: LoadedScorer): Ready {
+    const { info } = loaded.scorer;
+    const judged = withModelOptions(loaded.modelOptions);
+    const reason = [status.fallbackReason, loaded.fallbackReason].filter(Boolean).join('; ');
+    Object.assign(status, {
+      state: 'ready',
+      backend: info.backend,
+      fallbackReason: reason === '' ? null : reason,
+      model: info.model,
+      variant: info.variant,
+      maxContextTokens: info.maxContextTokens,
+      attention: info.attention,
+      scoring: info.scoring,
+    } satisfies Partial<GuardStatus>);
+    source.onProgress?.({ type: 'session', backend: info.backend });
+    source.onProgress?.({ type: 'ready', status: { ...status } });
+    return { scorer: loaded.scorer, options: judged };
+  }
+
+  const ready: Promise<Ready> = (async () => markReady(await source.load()))();
+  ready.catch(() => {
+    status.state = 'failed';
+  });
+  const readyStatus = ready.then(() => ({ ...status }));
+  readyStatus.catch(() => undefined);
+
+  function guardAlive(): void {
+    if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
+  }
+
+  /** The model's part of a check, under the call's deadline signal. */
+  async function scoreAndJudge(context: StructuredContext, plan: Extract<CheckPlan, { verdict: null }>, signal: AbortSignal): Promise<Verdict> {
+    const t0 = now();
+    const { scorer, options: judged } = await ready;
+    signal.throwIfAborted();
+    const tLoaded = now();
+    const request = plan.scoring(scorer.info);
+    const scores = await serial(() => scorer.score({ context, ...request, actionText: resolved.actionText, signal }));
+    const tScored = now();
+    const timings = { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded };
+    const verdict = judge({ context, ...request, scores, options: judged, capabilities: scorer.info, extras: { backend: scorer.info.backend, proxy: scorer.info.model, timings } });
+    verdict.timings['attributionMs'] = now() - tScored;
+    return verdict;
+  }
+
+  async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
+    guardAlive();
+    // Invalid input is the caller's bug, not a guard failure: it throws a typed error before any model work.
+    const context = buildContext(parseGuardInput(raw), resolved);
+    const plan = planCheck(context, resolved);
+    if (plan.verdict) return plan.verdict;
+    const deadline = startDeadline(resolved.timeoutMs, opts.signal);
+    try {
+      return await Promise.race([scoreAndJudge(context, plan, deadline.signal), deadline.expired]);
+    } catch (error) {
+      // The caller's abort is an answer, not a malfunction; the deadline is a malfunction whatever the engine threw on it.
+      if (opts.signal?.aborted) throw isEdgeArmorError(error) && error.code === 'aborted' ? error : abortedError();
+      return judgeFailure(deadline.signal.aborted ? deadline.signal.reason : error, context, resolved, status.backend ? { backend: status.backend } : {});
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  async function scoreSentenceAblations(raw: unknown, messageIndex: number, ablatedTexts: string[], opts: CheckOptions = {}): Promise<number[]> {
+    guardAlive();
+    const context = buildContext(parseGuardInput(raw), resolved);
+    const deadline = startDeadline(resolved.timeoutMs, opts.signal);
+    try {
+      const scored = (async () => {
+        const { scorer } = await ready;
+        const variants = buildVariants(context).filter((v) => v.kind === 'full');
+        const replacements = ablatedTexts.map((content, i) => ({ id: `sentence:${i}`, messageIndex, content }));
+        const scores = await serial(() => scorer.score({ context, variants, actionText: resolved.actionText, withAttention: false, replacements, signal: deadline.signal }));
+        const full = scores.logProbs.get('full')!;
+        return replacements.map((r) => (total(full) - total(scores.logProbs.get(r.id)!)) / full.length);
+      })();
+      return await Promise.race([scored, deadline.expired]);
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  const guard: LocalGuard = {
+    ready: readyStatus,
+    status: async () => ({ ...status }),
+    check,
+    scoreSentenceAblations,
+    defend: (raw, callbacks, opts = {}) => defendWith(guard, resolved, raw, callbacks, opts),
+    async dispose() {
+      if (disposed) return;
+      disposed = true;
+      status.state = 'disposed';
+      const loaded = await ready.catch(() => null);
+      await loaded?.scorer.dispose();
+    },
+  };
+  return guard;
+}
+
+/** Runs check + defense over any guard that can score sentence ablations (a conductor, or the worker client). */
+export async function defendWith(
+  guard: Pick<LocalGuard, 'check' | 'scoreSentenceAblations'>,
+  resolved: ResolvedGuardOptions,
+  raw: unknown,
+  callbacks: DefendCallbacks,
+  opts: CheckOptions = {},
+): Promise<DefenseResult> {
+  const input = parseGuardInput(raw);
+  const verdict = await guard.check(input, opts);
+  const localRedactor = createLocalRedactor(
+    (request: SanitizeRequest, ablated: string[]) =>
+      guard.scoreSentenceAblations({ ...input, messages: request.messages, action: request.action }, request.span.messageIndex, ablated, opts),
+    resolved.defense,
+  );
+  return runDefense(input, verdict, resolved, {
+    sanitize: callbacks.sanitize ?? localRedactor,
+    regenerate: callbacks.regenerate,
+    check: (next) => guard.check(next, opts),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
+}

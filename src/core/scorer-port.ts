@@ -1,0 +1,60 @@
+/**
+ * The Scorer port: all the conductor needs from a model. The engines implement it (onnxruntime in
+ * this thread or in a worker, a vLLM scoring server); the core never learns which one it talks to.
+ */
+import type { StructuredContext } from './context.js';
+import type { GuardProgress, BackendName } from './guard-api.js';
+import type { CheckScores, ScorerCapabilities } from './judge.js';
+import type { ModelOptionsFile } from './model-options.js';
+import type { ActionTextMode } from './options.js';
+import type { Variant } from './variants.js';
+
+/** What a loaded scorer is and can do (plain data: it goes into the guard's status). */
+export interface ScorerInfo extends ScorerCapabilities {
+  /** The onnxruntime backend, or 'remote' for a scoring server. */
+  backend: BackendName;
+  model: string;
+  /** The model file variant ('q4', 'fp32', ...), or 'remote'. */
+  variant: string;
+  /** The longest sequence the model takes. */
+  maxContextTokens: number;
+  /** How the variants of a check are scored; null when a scoring server runs them. */
+  scoring: 'prefix' | 'naive' | null;
+}
+
+/** One scoring request: the variants of one check, or sentence ablations of one message (`replacements`). */
+export interface ScoreRequest {
+  context: StructuredContext;
+  variants: readonly Variant[];
+  actionText: ActionTextMode;
+  withAttention: boolean;
+  /** Extra sequences: the full context with one message's text replaced (sentence-level leave-one-out). */
+  replacements?: ReadonlyArray<{ id: string; messageIndex: number; content: string }>;
+  /** Stops the request's model work (the call's deadline or the caller's abort). */
+  signal?: AbortSignal;
+}
+
+/** A loaded model that scores checks: the port the conductor calls. */
+export interface Scorer {
+  readonly info: ScorerInfo;
+  score(request: ScoreRequest): Promise<CheckScores>;
+  dispose(): Promise<void>;
+}
+
+/** A scorer once loaded, with the model directory's own operating point. */
+export interface LoadedScorer {
+  scorer: Scorer;
+  /** The model's guard-options.json, or null when it has none. */
+  modelOptions: ModelOptionsFile | null;
+  /** Why backends the plan preferred could not be loaded (joined to the plan's own reason). */
+  fallbackReason?: string | null;
+}
+
+/** Where the conductor gets its scorer: a loader the engine provides, and what to report while it loads. */
+export interface ScorerSource {
+  /** Loads and verifies the model, once; a rejection is the load failure every check needing the model answers with the failure policy. */
+  load(): Promise<LoadedScorer>;
+  /** Why the backend planner skipped preferred backends (e.g. no WebGPU adapter). */
+  fallbackReason?: string | null;
+  onProgress?: (event: GuardProgress) => void;
+}
