@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { EdgeArmorError } from '../core/errors.js';
 import { resolveOptions } from '../core/options.js';
 import { problemLines, readCases, type CaseFileProblem } from './case-file.js';
-import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE, variantFlag, withNegativeNumbers } from './flags.js';
+import { fail, guardOptionsFrom, GUARD_FLAGS, optionFlagsUsage, REMOTE_PROXY_USAGE, variantFlag, withNegativeNumbers } from './flags.js';
 import type { ToolPoisoningVerdict } from '../core/tool-poisoning.js';
 import type { Verdict } from '../core/verdict.js';
 import type { HubTreeEntry } from '../engine/files-node.js';
@@ -29,20 +29,7 @@ options:
   --model <dir>              a model directory (default: the embedded model)
   --variant <q4|fp32|fp16|q4f16>  model file variant (default q4)
   --config <file>            options file (default ./edgearmor.config.json when present)
-  --tau <number>             detection margin (rule: flag span when dS > w x dU - tau)
-  --user-weight <number>     w, the weight of the user request's delta (default 2; 1 is the seeds' rule)
-  --rule <causalarmor|edgearmor>
-  --user-request <all|last>
-  --mask-cot-for-scoring <true|false>
-  --action-text <template|raw>
-  --on-error <block|allow>
-  --truncated-spans <report|fail>   a check whose tool result was cut to fit the window: keep its verdict, or fail
-  --group-ablation <true|false>     also remove groups of tool results together (default true; false: the seeds' per-span rule)
-  --group-margin <number>    what a group needs beyond a single span (default 0)
-  --timeout-ms <ms>          a check that takes longer gets the failure policy (default 30000)
-  --untrusted-tools <a,b>    only these tools' results are untrusted
-  --trusted-tools <a,b>      these tools' results are trusted
-  --privileged-tools <a,b>   only calls of these tools are checked
+${optionFlagsUsage()}
 ${REMOTE_PROXY_USAGE}
   -h, --help
 

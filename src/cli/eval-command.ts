@@ -18,6 +18,7 @@ import {
 } from '../eval/index.js';
 import { resolveOptions } from '../core/options.js';
 import { REWRITES, rewriteCase, type RewriteName } from '../eval/rewrites.js';
+import { EXTERNAL_OPTIONS } from '../core/option-sources.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE, withNegativeNumbers } from './flags.js';
 import { modelOptionsLine } from './report.js';
 
@@ -39,8 +40,9 @@ options:
   --no-baselines             same as --baselines none
   --model <dir>              a model directory (default: the embedded model)
   --variant <q4|fp32|fp16|q4f16>  model file variant (default q4)
-  --config, --tau, --user-weight, --rule, --user-request, --mask-cot-for-scoring, --action-text, --on-error, --truncated-spans, --group-ablation, --group-margin, --timeout-ms,
-  --untrusted-tools, --trusted-tools, --privileged-tools: guard options, as for check
+  --config <file>            options file (default ./edgearmor.config.json when present)
+  --${EXTERNAL_OPTIONS.map((o) => o.flag).join(', --')}:
+                             the guard's options, as for check (edgearmor --help)
 ${REMOTE_PROXY_USAGE}
                              (the reference baseline still runs --model locally)
   -h, --help`;

@@ -4,36 +4,16 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { InvalidOptionsError } from '../core/errors.js';
-import { isModelVariant, VARIANT_FILES, type ModelVariant } from '../engine/model-files.js';
-import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../engine/remote-proxy.js';
-import { mergeOptions, optionsFromEnv, resolveOptions, type GuardOptions } from '../core/options.js';
-import { BOOLEAN_SPELLINGS, booleanFromText } from '../core/option-sources.js';
+import { validateRemoteProxyOptions, type ModelVariant, type RemoteProxyOptions } from '../core/runtime-options.js';
+import { isModelVariant, VARIANT_FILES } from '../engine/model-files.js';
+import { GUARD_OPTIONS, mergeOptions, optionEntries, optionsFromEnv, resolveOptions, type GuardOptions } from '../core/options.js';
+import { EXTERNAL_OPTIONS, optionFromText, setOptionAt, textPlaceholder } from '../core/option-sources.js';
 
 /** Prints a one-line error and exits with status 2. */
 export function fail(message: string): never {
   process.stderr.write(`edgearmor: ${message.split('\n')[0]}\n`);
   process.exit(2);
 }
-
-export function list(value: string | undefined): string[] | undefined {
-  return value === undefined ? undefined : value.split(',').map((s) => s.trim()).filter(Boolean);
-}
-
-/** A boolean flag, spelled as its environment variable may be (true/false, 1/0, yes/no, on/off). */
-export function bool(value: string | undefined, flag: string): boolean | undefined {
-  if (value === undefined) return undefined;
-  const parsed = booleanFromText(value);
-  if (parsed === undefined) throw new InvalidOptionsError(`${flag}: received "${value}"; allowed: ${BOOLEAN_SPELLINGS}`, { option: flag });
-  return parsed;
-}
-
-export function num(value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidOptionsError(`${flag}: received "${value}"; allowed: a finite number`, { option: flag });
-  return n;
-}
-
 
 /**
  * `--tau -0.2` as `--tau=-0.2`: node's parseArgs takes an argument that starts with a dash for a flag and
@@ -62,29 +42,41 @@ export function variantFlag(value: string | undefined): ModelVariant {
   return variant;
 }
 
+/** The guard's options as flags, from the registry (option-registry.ts): the same names and values as EDGEARMOR_* variables. */
+const OPTION_FLAGS = Object.fromEntries(EXTERNAL_OPTIONS.map((o) => [o.flag, { type: 'string' }])) as Record<string, { type: 'string' }>;
+
 /** The guard flags shared by check and eval. */
 export const GUARD_FLAGS = {
   model: { type: 'string' },
   variant: { type: 'string' },
   config: { type: 'string' },
-  tau: { type: 'string' },
-  'user-weight': { type: 'string' },
-  rule: { type: 'string' },
-  'user-request': { type: 'string' },
-  'mask-cot-for-scoring': { type: 'string' },
-  'action-text': { type: 'string' },
-  'on-error': { type: 'string' },
-  'truncated-spans': { type: 'string' },
-  'group-ablation': { type: 'string' },
-  'group-margin': { type: 'string' },
-  'timeout-ms': { type: 'string' },
-  'untrusted-tools': { type: 'string' },
-  'trusted-tools': { type: 'string' },
-  'privileged-tools': { type: 'string' },
+  ...OPTION_FLAGS,
   'remote-proxy': { type: 'string' },
   'remote-model': { type: 'string' },
   'chat-template': { type: 'string' },
-} as const;
+} as const satisfies Record<string, { type: 'string' }>;
+
+/** The usage lines of the guard's option flags, from the registry: flag, value, summary and default. */
+export function optionFlagsUsage(): string {
+  return EXTERNAL_OPTIONS.map((o) => {
+    const head = `  --${o.flag} <${textPlaceholder(o)}>`;
+    const shown = o.leaf.meta.defaultText ?? JSON.stringify(o.leaf.defaultValue);
+    return `${head.padEnd(29)}${head.length >= 29 ? '\n' + ' '.repeat(29) : ''}${o.leaf.meta.summary} (default ${shown})`;
+  }).join('\n');
+}
+
+/** The README's options table, from the registry: every option with its flag and environment variable, default and meaning. */
+export function optionsTable(): string {
+  const external = new Map(EXTERNAL_OPTIONS.map((o) => [o.path.join('.'), o]));
+  const rows = optionEntries(GUARD_OPTIONS).map(({ path, leaf }) => {
+    const name = path.join('.');
+    const o = external.get(name);
+    const outside = o ? `\`--${o.flag}\`, \`${o.envNames[0]}\`` : '';
+    const shown = leaf.meta.defaultText ?? `\`${JSON.stringify(leaf.defaultValue)}\``;
+    return `| \`${name}\` | ${outside} | ${shown} | ${leaf.meta.summary.replaceAll('|', '\\|')} |`;
+  });
+  return ['| option | flag, environment | default | meaning |', '| --- | --- | --- | --- |', ...rows].join('\n');
+}
 
 /** Help lines of the remote proxy flags, shared by the subcommands' usage texts. */
 export const REMOTE_PROXY_USAGE = `  --remote-proxy <url>       score on a vLLM server (OpenAI-compatible /v1/completions) instead of
@@ -94,29 +86,20 @@ export const REMOTE_PROXY_USAGE = `  --remote-proxy <url>       score on a vLLM 
   --chat-template <file>     render guard calls with this Jinja chat template instead of the model's`;
 
 /** Merges flags, environment and config file into validated guard options (before any model loads). */
-export function guardOptionsFrom(values: Partial<Record<keyof typeof GUARD_FLAGS, string | undefined>>): {
+export function guardOptionsFrom(parsed: Readonly<Record<string, string | boolean | undefined>>): {
   options: GuardOptions;
   variant: ModelVariant;
   remoteProxy?: RemoteProxyOptions;
   chatTemplate?: string;
 } {
-  const variant = variantFlag(values.variant);
-  const flags = {
-    tau: num(values.tau, '--tau'),
-    userWeight: num(values['user-weight'], '--user-weight'),
-    rule: values.rule,
-    userRequest: values['user-request'],
-    maskCotForScoring: bool(values['mask-cot-for-scoring'], '--mask-cot-for-scoring'),
-    actionText: values['action-text'],
-    onError: values['on-error'],
-    truncatedSpans: values['truncated-spans'],
-    groupAblation: bool(values['group-ablation'], '--group-ablation'),
-    groupMargin: num(values['group-margin'], '--group-margin'),
-    timeoutMs: num(values['timeout-ms'], '--timeout-ms'),
-    untrustedTools: list(values['untrusted-tools']),
-    trustedTools: list(values['trusted-tools']),
-    privilegedTools: list(values['privileged-tools']),
-  } as GuardOptions;
+  // The guard's flags all take a value (GUARD_FLAGS); the subcommands' own boolean flags are not read here.
+  const values = Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  const variant = variantFlag(values['variant']);
+  const flags: Record<string, unknown> = {};
+  for (const option of EXTERNAL_OPTIONS) {
+    const raw = values[option.flag];
+    if (raw !== undefined) setOptionAt(flags, option.path, optionFromText(option, raw, `flag --${option.flag}`));
+  }
   const configPath = values.config ?? (existsSync('edgearmor.config.json') ? 'edgearmor.config.json' : undefined);
   let config: GuardOptions | undefined;
   if (configPath !== undefined) {
@@ -126,7 +109,7 @@ export function guardOptionsFrom(values: Partial<Record<keyof typeof GUARD_FLAGS
       fail(`${configPath}: ${(e as Error).message}`);
     }
   }
-  const options = mergeOptions(flags, optionsFromEnv(process.env), config);
+  const options = mergeOptions(flags as GuardOptions, optionsFromEnv(process.env), config);
   resolveOptions(options); // validates before the model loads
   let chatTemplate: string | undefined;
   if (values['chat-template'] !== undefined) {

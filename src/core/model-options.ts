@@ -7,7 +7,7 @@
 import { InvalidOptionsError, ModelLoadError } from './errors.js';
 import { describeValue, isPlainObject } from './json.js';
 import { mergeOptions } from './option-sources.js';
-import type { GuardOptions } from './option-types.js';
+import type { GuardOptions } from './option-registry.js';
 import { resolveOptions } from './options.js';
 
 /** The options file's name inside a model directory. */

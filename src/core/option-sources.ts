@@ -1,17 +1,12 @@
-/** Where options come from besides code: EDGEARMOR_* environment variables, and layers (flags, environment, config file) merged by precedence. */
+/**
+ * Where options come from besides code: EDGEARMOR_* environment variables and CLI flags, both made from
+ * the registry's external names (option-registry.ts) and read by one text parser, and layers (flags,
+ * environment, config file) merged by precedence.
+ */
 import { InvalidOptionsError } from './errors.js';
 import { describeType, isPlainObject } from './json.js';
-import type { GuardOptions } from './option-types.js';
-
-type EnvParser = (raw: string, variable: string) => unknown;
-
-const parseNumber: EnvParser = (raw, variable) => {
-  const n = Number(raw.trim());
-  if (raw.trim() === '' || !Number.isFinite(n)) {
-    throw new InvalidOptionsError(`Invalid environment variable ${variable}: received "${raw}"; allowed: a finite number.`, { variable });
-  }
-  return n;
-};
+import { GUARD_OPTIONS, type GuardOptions } from './option-registry.js';
+import { formatOptionIssue, optionEntries, type OptionGroup, type OptionIssue, type OptionLeaf, type OptionTextKind } from './option-schema.js';
 
 /** The spellings of a boolean option outside code, the same for environment variables and CLI flags. */
 export const BOOLEAN_SPELLINGS = 'true/false, 1/0, yes/no, on/off';
@@ -24,111 +19,124 @@ export function booleanFromText(raw: string): boolean | undefined {
   return undefined;
 }
 
-const parseBoolean: EnvParser = (raw, variable) => {
-  const value = booleanFromText(raw);
-  if (value === undefined) throw new InvalidOptionsError(`Invalid environment variable ${variable}: received "${raw}"; allowed: ${BOOLEAN_SPELLINGS}.`, { variable });
-  return value;
-};
-
-const parseText: EnvParser = (raw) => raw;
-
-const parseList: EnvParser = (raw) =>
-  raw
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
-
-const parseNullableInteger: EnvParser = (raw, variable) => {
-  const v = raw.trim().toLowerCase();
-  if (v === '' || v === 'null' || v === 'none') return null;
-  return parseNumber(raw, variable);
-};
-
-interface EnvEntry {
-  path: readonly [string] | readonly ['defense' | 'edgearmorRule', string];
-  suffixes: readonly string[];
-  parse: EnvParser;
+/** An option that can be given as text: its path, its environment variables (aliases after the first) and its flag. */
+export interface ExternalOption {
+  path: readonly string[];
+  leaf: OptionLeaf;
+  text: OptionTextKind;
+  /** EDGEARMOR_ names first, then the seeds' CAUSAL_ARMOR_ aliases. */
+  envNames: readonly string[];
+  /** The CLI flag without its dashes (kebab case of the first name). */
+  flag: string;
 }
 
-// Suffix lists: the first is the EDGEARMOR_ name; later ones are the reference's CAUSAL_ARMOR_ names.
-const ENV_TABLE: readonly EnvEntry[] = [
-  { path: ['tau'], suffixes: ['TAU', 'MARGIN_TAU'], parse: parseNumber },
-  { path: ['userWeight'], suffixes: ['USER_WEIGHT'], parse: parseNumber },
-  { path: ['rule'], suffixes: ['RULE'], parse: parseText },
-  { path: ['userRequest'], suffixes: ['USER_REQUEST'], parse: parseText },
-  { path: ['untrustedTools'], suffixes: ['UNTRUSTED_TOOLS'], parse: parseList },
-  { path: ['trustedTools'], suffixes: ['TRUSTED_TOOLS'], parse: parseList },
-  { path: ['privilegedTools'], suffixes: ['PRIVILEGED_TOOLS'], parse: parseList },
-  { path: ['maskCotForScoring'], suffixes: ['MASK_COT_FOR_SCORING'], parse: parseBoolean },
-  { path: ['cotRedactionText'], suffixes: ['COT_REDACTION_TEXT'], parse: parseText },
-  { path: ['actionText'], suffixes: ['ACTION_TEXT'], parse: parseText },
-  { path: ['onError'], suffixes: ['ON_ERROR'], parse: parseText },
-  { path: ['truncatedSpans'], suffixes: ['TRUNCATED_SPANS'], parse: parseText },
-  { path: ['groupAblation'], suffixes: ['GROUP_ABLATION'], parse: parseBoolean },
-  { path: ['groupMargin'], suffixes: ['GROUP_MARGIN'], parse: parseNumber },
-  { path: ['timeoutMs'], suffixes: ['TIMEOUT_MS'], parse: parseNumber },
-  { path: ['maxContextTokens'], suffixes: ['MAX_CONTEXT_TOKENS'], parse: parseNullableInteger },
-  { path: ['edgearmorRule', 'nameWeight'], suffixes: ['RULE_NAME_WEIGHT'], parse: parseNumber },
-  { path: ['edgearmorRule', 'argumentsWeight'], suffixes: ['RULE_ARGUMENTS_WEIGHT'], parse: parseNumber },
-  { path: ['edgearmorRule', 'userFloor'], suffixes: ['RULE_USER_FLOOR'], parse: parseNumber },
-  { path: ['defense', 'maxRegenerations'], suffixes: ['MAX_REGENERATIONS'], parse: parseNumber },
-  { path: ['defense', 'sanitize'], suffixes: ['SANITIZE', 'ENABLE_SANITIZATION'], parse: parseBoolean },
-  { path: ['defense', 'maskReasoning'], suffixes: ['MASK_REASONING', 'ENABLE_COT_MASKING'], parse: parseBoolean },
-];
+/** Every option the environment and the CLI take, in the registry's order. */
+export const EXTERNAL_OPTIONS: readonly ExternalOption[] = Object.freeze(
+  optionEntries(GUARD_OPTIONS).flatMap(({ path, leaf }) => {
+    const external = leaf.meta.external;
+    if (external === undefined) return [];
+    return [{ path, leaf, text: external.text, envNames: [...external.names.map((n) => `EDGEARMOR_${n}`), ...external.names.map((n) => `CAUSAL_ARMOR_${n}`)], flag: external.names[0].toLowerCase().replaceAll('_', '-') }];
+  }),
+);
 
 /** The environment variable names optionsFromEnv reads, EDGEARMOR_ names first, then CAUSAL_ARMOR_ aliases. */
-export const ENV_VARIABLES: readonly string[] = Object.freeze(
-  ENV_TABLE.flatMap((e) => [...e.suffixes.map((s) => `EDGEARMOR_${s}`), ...e.suffixes.map((s) => `CAUSAL_ARMOR_${s}`)]),
-);
+export const ENV_VARIABLES: readonly string[] = Object.freeze(EXTERNAL_OPTIONS.flatMap((o) => o.envNames));
+
+const TEXT_ALLOWED: Readonly<Record<OptionTextKind, string>> = {
+  number: 'a finite number',
+  boolean: BOOLEAN_SPELLINGS,
+  text: 'text',
+  list: 'a comma-separated list of names',
+  'count-or-none': 'an integer >= 1, or none',
+};
+
+/** How the usage text shows an option's value: its choices where it has them. */
+export function textPlaceholder(option: ExternalOption): string {
+  const choices = (option.leaf.schema as { options?: unknown }).options;
+  if (Array.isArray(choices)) return choices.join('|');
+  return { number: 'number', boolean: 'true|false', text: 'text', list: 'a,b', 'count-or-none': 'n|none' }[option.text];
+}
+
+/**
+ * Reads an option's value from text, the same for an environment variable and a flag (`subject` names
+ * which); the value is then validated with every other option by resolveOptions.
+ */
+export function optionFromText(option: ExternalOption, raw: string, subject: string): unknown {
+  const trimmed = raw.trim();
+  let value: unknown = raw;
+  if (option.text === 'number' || (option.text === 'count-or-none' && !['', 'null', 'none'].includes(trimmed.toLowerCase()))) {
+    value = trimmed === '' ? Number.NaN : Number(trimmed);
+  } else if (option.text === 'count-or-none') {
+    value = null;
+  } else if (option.text === 'boolean') {
+    value = booleanFromText(raw);
+  } else if (option.text === 'list') {
+    value = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  }
+  if (value === undefined || (typeof value === 'number' && !Number.isFinite(value))) {
+    const issue: OptionIssue = { code: 'invalid-value', path: option.path.join('.'), received: JSON.stringify(raw), allowed: TEXT_ALLOWED[option.text] };
+    throw new InvalidOptionsError(formatOptionIssue(issue, subject), { option: issue.path, source: subject, allowed: issue.allowed, issues: [{ ...issue }] });
+  }
+  return value;
+}
+
+/** Sets `value` at `path`, making the groups on the way. */
+export function setOptionAt(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    node[key] = isPlainObject(node[key]) ? node[key] : {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path[path.length - 1]!] = value;
+}
 
 /** Reads options from EDGEARMOR_* variables, accepting the seeds' CAUSAL_ARMOR_* names as aliases (an EDGEARMOR_ name wins); unset or empty variables are ignored. */
 export function optionsFromEnv(env: Readonly<Record<string, string | undefined>>): GuardOptions {
   const out: Record<string, unknown> = {};
-  for (const entry of ENV_TABLE) {
-    const candidates = [...entry.suffixes.map((s) => `EDGEARMOR_${s}`), ...entry.suffixes.map((s) => `CAUSAL_ARMOR_${s}`)];
-    const variable = candidates.find((name) => {
-      const v = env[name];
-      return v !== undefined && v !== '';
-    });
-    if (variable === undefined) continue;
-    const value = entry.parse(env[variable] as string, variable);
-    if (entry.path.length === 1) {
-      out[entry.path[0]] = value;
-    } else {
-      const [group, key] = entry.path;
-      const nested = (out[group] as Record<string, unknown> | undefined) ?? {};
-      nested[key] = value;
-      out[group] = nested;
-    }
+  for (const option of EXTERNAL_OPTIONS) {
+    const variable = option.envNames.find((name) => env[name] !== undefined && env[name] !== '');
+    if (variable !== undefined) setOptionAt(out, option.path, optionFromText(option, env[variable]!, `environment variable ${variable}`));
   }
   return out as GuardOptions;
 }
 
-/** Merges option layers from highest to lowest precedence (e.g. flags, env, config file); nested groups merge key by key and undefined never overrides. */
-export function mergeOptions(...layers: ReadonlyArray<GuardOptions | undefined>): GuardOptions {
+/** Layers merged into one, group by group; undefined never overrides. */
+function mergeGroup(node: OptionGroup, layers: readonly Record<string, unknown>[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  // Walk from lowest to highest precedence so later writes win.
+  // Lowest precedence first, so later writes win.
   for (const layer of [...layers].reverse()) {
-    if (layer === undefined) continue;
-    if (!isPlainObject(layer)) {
-      throw new InvalidOptionsError(`Invalid option options: received ${describeType(layer)}; allowed: an object.`, { option: 'options', allowed: 'an object' });
-    }
-    // The two trust lists are one policy: a higher layer that sets either replaces both from lower layers.
-    if (layer.untrustedTools !== undefined || layer.trustedTools !== undefined) {
-      delete out['untrustedTools'];
-      delete out['trustedTools'];
-    }
     for (const [key, value] of Object.entries(layer)) {
       if (value === undefined) continue;
-      if ((key === 'defense' || key === 'edgearmorRule' || key === 'toolPoisoning') && isPlainObject(value)) {
-        const prev = isPlainObject(out[key]) ? (out[key] as Record<string, unknown>) : {};
-        const next: Record<string, unknown> = { ...prev };
-        for (const [k, v] of Object.entries(value)) if (v !== undefined) next[k] = v;
-        out[key] = next;
+      const child = (node.entries as Record<string, OptionGroup | OptionLeaf | undefined>)[key];
+      if (child?.kind === 'group' && isPlainObject(value)) {
+        const below = isPlainObject(out[key]) ? [out[key] as Record<string, unknown>] : [];
+        out[key] = mergeGroup(child, [value, ...below]);
       } else {
         out[key] = Array.isArray(value) ? [...(value as unknown[])] : value;
       }
     }
   }
-  return out as GuardOptions;
+  return out;
+}
+
+/** Merges option layers from highest to lowest precedence (e.g. flags, env, config file); groups merge key by key and undefined never overrides. */
+export function mergeOptions(...layers: ReadonlyArray<GuardOptions | undefined>): GuardOptions {
+  const given = layers.filter((l): l is GuardOptions => l !== undefined);
+  for (const layer of given) {
+    if (!isPlainObject(layer)) {
+      throw new InvalidOptionsError(`Invalid option options: received ${describeType(layer)}; allowed: an object.`, { option: 'options', allowed: 'an object' });
+    }
+  }
+  // The two trust lists are one policy: the highest layer that sets either decides both.
+  const trustLayer = given.find((l) => l.untrustedTools !== undefined || l.trustedTools !== undefined);
+  const merged = mergeGroup(GUARD_OPTIONS, given as Record<string, unknown>[]);
+  if (trustLayer !== undefined) {
+    delete merged['untrustedTools'];
+    delete merged['trustedTools'];
+    for (const key of ['untrustedTools', 'trustedTools'] as const) {
+      const value: unknown = trustLayer[key];
+      if (value !== undefined) merged[key] = Array.isArray(value) ? [...(value as unknown[])] : value;
+    }
+  }
+  return merged as GuardOptions;
 }

@@ -346,13 +346,13 @@ describe('MindGuard options and input validation', () => {
   });
 
   it.each([
-    [{ sinkTopK: 1.5 }, /sinkTopK: 1\.5\. Should be an integer >= 0/],
-    [{ headPooling: 'median' }, /headPooling: "median"\. Should be one of "mean", "max", "sum"/],
-    [{ sinkEntropyThreshold: 1.2 }, /sinkEntropyThreshold: 1\.2\. Should be a number in \[0, 1\]/],
-    [{ airThreshold: -1 }, /airThreshold: -1\. Should be a finite number >= 0/],
-    [{ sigmaFraction: 0 }, /sigmaFraction: 0\. Should be a finite number > 0/],
-    [{ sigmaLayers: Number.NaN }, /sigmaLayers: NaN\. Should be a finite number > 0/],
-    [{ tau: 0.5 }, /option tau: 0\.5\. Should be one of the known options: .*airThreshold/],
+    [{ sinkTopK: 1.5 }, 'Invalid option sinkTopK: received 1.5; allowed: an integer >= 0 (0 disables the sink filter).'],
+    [{ headPooling: 'median' }, 'Invalid option headPooling: received "median"; allowed: one of "mean", "max", "sum".'],
+    [{ sinkEntropyThreshold: 1.2 }, 'Invalid option sinkEntropyThreshold: received 1.2; allowed: a number in [0, 1] (normalised entropy).'],
+    [{ airThreshold: -1 }, 'Invalid option airThreshold: received -1; allowed: a finite number >= 0.'],
+    [{ sigmaFraction: 0 }, 'Invalid option sigmaFraction: received 0; allowed: a finite number > 0.'],
+    [{ sigmaLayers: Number.NaN }, 'Invalid option sigmaLayers: received NaN; allowed: a finite number > 0.'],
+    [{ tau: 0.5 }, /^Unknown option tau; known options are sigmaFraction, .*airThreshold/],
   ])('rejects %o with a message saying what was received and what is allowed', (options, message) => {
     expect(() => resolveMindGuardOptions(options as MindGuardOptions)).toThrow(message);
     try {
