@@ -5,13 +5,14 @@
 import { isMainThread } from 'node:worker_threads';
 import { backendRequest, checkBackendRequest, planBackends, type OrtBackend } from './core/backend-plan.js';
 import { createConductor, type LocalGuard } from './core/conductor.js';
-import { InvalidOptionsError } from './core/errors.js';
+import { InvalidOptionsError, WorkerCrashedError } from './core/errors.js';
 import type { GuardProgress } from './core/guard-api.js';
 import type { GuardOptions } from './core/options.js';
 import { splitRuntimeOptions, type BackendPreference, type ModelRuntimeOptions } from './core/runtime-options.js';
-import { directoryReader, embeddedModelDir, urlReader } from './engine/files-node.js';
-import { loadEngineScorer } from './engine/local-guard.js';
-import { withManifest, type FileReader } from './engine/model-files.js';
+import { nodeModelReader } from './engine/files-node.js';
+import { loadEngineScorer, type LocalGuardRuntime } from './engine/local-guard.js';
+import { loadProcessScorer, type ProcessScorerOptions } from './engine/process-scorer.js';
+import type { LoadedScorer } from './core/scorer-port.js';
 
 export { buildManifest, defaultCacheDir, embeddedModelDir, writeModelOptions, type HubTreeEntry } from './engine/files-node.js';
 export type { ModelManifest } from './engine/model-files.js';
@@ -37,38 +38,62 @@ export interface NodeGuardOptions extends GuardOptions, ModelRuntimeOptions {
   /** Alias of `backend` kept for existing callers: the backends to try, in order (e.g. ['node', 'wasm']). Give one of the two. */
   backends?: OrtBackend[];
   onProgress?: (event: GuardProgress) => void;
+  /**
+   * Where the model runs. 'process': in a child process (status.backend 'node-process'), so the host's
+   * event loop stays free during a check and a native crash or kill costs one check (answered by the
+   * failure policy), not the host; the next check starts a new child. Where no child can be started,
+   * wasm runs in this process and `status.fallbackReason` says why. 'none': in this process.
+   * @defaultValue 'none'
+   */
+  isolation?: NodeIsolation;
 }
 
-const NODE_OPTION_KEYS = ['modelDir', 'modelUrl', 'cacheDir', 'backend', 'backends', 'onProgress'] as const satisfies ReadonlyArray<keyof NodeGuardOptions>;
-function nodeReader(o: Pick<NodeGuardOptions, 'modelDir' | 'modelUrl' | 'modelManifest' | 'cacheDir'>): FileReader {
-  if (o.modelUrl === undefined) {
-    const dir = directoryReader(o.modelDir ?? embeddedModelDir());
-    return o.modelManifest ? withManifest(dir, o.modelManifest) : dir;
-  }
-  if (o.modelDir !== undefined) throw new InvalidOptionsError('Invalid options: received both modelDir and modelUrl; give at most one.', { option: 'modelUrl' });
-  if (!/^https?:\/\//.test(o.modelUrl)) {
-    throw new InvalidOptionsError(`Invalid option modelUrl: received ${JSON.stringify(o.modelUrl)}; allowed: an absolute http(s) URL.`, { option: 'modelUrl' });
-  }
-  return urlReader(o.modelUrl, { ...(o.cacheDir !== undefined ? { cacheDir: o.cacheDir } : {}), ...(o.modelManifest ? { manifest: o.modelManifest } : {}) });
-}
+/** Where createNodeGuard runs its model: in this process, or in a child process. */
+export type NodeIsolation = 'none' | 'process';
 
+const NODE_OPTION_KEYS = ['modelDir', 'modelUrl', 'cacheDir', 'backend', 'backends', 'onProgress', 'isolation'] as const satisfies ReadonlyArray<keyof NodeGuardOptions>;
+const ISOLATIONS: readonly NodeIsolation[] = ['none', 'process'];
+
+/** The child process, or (where it cannot start) wasm in this process, with the reason. */
+async function loadIsolated(options: ProcessScorerOptions, runtime: LocalGuardRuntime): Promise<LoadedScorer> {
+  try {
+    return await loadProcessScorer(options);
+  } catch (error) {
+    // A model that fails its checks fails them in any process; only a child that could not run falls back.
+    if (!(error instanceof WorkerCrashedError)) throw error;
+    const loaded = await loadEngineScorer({ ...runtime, backends: ['wasm'] });
+    const reason = `isolation 'process': ${error.message.replace(/(; the next check starts a new one)?\.$/, '')}; onnxruntime-web wasm runs in this process instead`;
+    return { ...loaded, fallbackReason: [reason, loaded.fallbackReason].filter(Boolean).join('; ') };
+  }
+}
 /**
- * Creates a guard that runs in this Node process: the core's conductor over onnxruntime-node, or wasm
- * where the core's planner says so (a worker thread, where terminating a native run aborts the process).
+ * Creates a guard for this Node process: the core's conductor over onnxruntime-node, in a child process
+ * with `isolation: 'process'`, else here (wasm where the core's planner says so: in a worker thread,
+ * terminating a native run would abort the process).
  */
 export function createNodeGuard(options: NodeGuardOptions = {}): LocalGuard {
   const { guard, runtime } = splitRuntimeOptions(options, NODE_OPTION_KEYS);
   const { modelManifest: _manifest, ...runtimeOptions } = runtime;
   // Refused now, not at load: a bad backend is the caller's bug.
   const request = checkBackendRequest(backendRequest(options), { isNode: true });
-  const reader = nodeReader(options);
+  const isolation = options.isolation ?? 'none';
+  if (!ISOLATIONS.includes(isolation)) {
+    throw new InvalidOptionsError(`Invalid option isolation: received ${JSON.stringify(isolation)}; allowed: "none" | "process".`, { option: 'isolation', allowed: [...ISOLATIONS] });
+  }
+  const reader = nodeModelReader(options);
   const onProgress = options.onProgress;
+  const progress = onProgress ? { onProgress } : {};
+  // A remote proxy runs no model here, so there is nothing to isolate.
+  const inChild = isolation === 'process' && runtimeOptions.remoteProxy === undefined;
   return createConductor(guard, {
     async load() {
-      const plan = await planBackends(request, { isNode: true, isWorkerThread: !isMainThread, gpu: undefined });
-      const loaded = await loadEngineScorer({ ...runtimeOptions, reader, backends: plan.backends, ...(onProgress ? { onProgress } : {}) });
+      // A child process is a main thread: onnxruntime-node is safe there even when this is a worker thread.
+      const plan = await planBackends(request, { isNode: true, isWorkerThread: !inChild && !isMainThread, gpu: undefined });
+      const here: LocalGuardRuntime = { ...runtimeOptions, reader, backends: plan.backends, ...progress };
+      const location = { modelDir: options.modelDir, modelUrl: options.modelUrl, cacheDir: options.cacheDir, modelManifest: options.modelManifest };
+      const loaded = inChild ? await loadIsolated({ location, runtime: runtimeOptions, backends: plan.backends, ...progress }, here) : await loadEngineScorer(here);
       return { ...loaded, fallbackReason: [plan.fallbackReason, loaded.fallbackReason].filter(Boolean).join('; ') || null };
     },
-    ...(onProgress ? { onProgress } : {}),
+    ...progress,
   });
 }

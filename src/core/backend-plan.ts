@@ -8,8 +8,8 @@ import type { BackendName } from './guard-api.js';
 import type { BackendPreference } from './runtime-options.js';
 import { softwareAdapterReason, type WebGpuAdapterLike } from './webgpu-adapter.js';
 
-/** An onnxruntime backend (every backend name but a scoring server's 'remote'). */
-export type OrtBackend = Exclude<BackendName, 'remote'>;
+/** An onnxruntime backend in this process (every backend name but a child process's and a scoring server's). */
+export type OrtBackend = Exclude<BackendName, 'remote' | 'node-process'>;
 
 /** What the caller asked for: a preference, or an explicit order (`backends`, Node only). */
 export type BackendRequest = BackendPreference | readonly OrtBackend[];

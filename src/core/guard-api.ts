@@ -6,8 +6,11 @@ import type { DefenseCallbacks, DefenseResult } from './defense.js';
 import type { ModelOptionsStatus } from './model-options.js';
 import type { Verdict } from './verdict.js';
 
-/** Inference backend names as reported in statuses and verdicts; 'remote' is a scoring server (vLLM). */
-export type BackendName = 'node' | 'wasm' | 'webgpu' | 'remote';
+/**
+ * Inference backend names as reported in statuses and verdicts; 'node-process' is onnxruntime-node in a
+ * child process (createNodeGuard's `isolation: 'process'`), 'remote' a scoring server (vLLM).
+ */
+export type BackendName = 'node' | 'node-process' | 'wasm' | 'webgpu' | 'remote';
 
 /** Where the guard is in its life. */
 export type GuardState = 'loading' | 'ready' | 'failed' | 'disposed';

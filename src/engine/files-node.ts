@@ -6,7 +6,7 @@ import { access, mkdir, readdir, readFile, rename, writeFile } from 'node:fs/pro
 import { homedir } from 'node:os';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { IntegrityError, ModelLoadError } from '../core/errors.js';
+import { IntegrityError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { MODEL_OPTIONS_FILE, modelOptionsFileText, type ModelOptions } from '../core/model-options.js';
 import { withManifest, type FileReader, type ModelManifest } from './model-files.js';
 
@@ -102,6 +102,28 @@ export function directoryReader(dir: string): FileReader {
   };
   return Object.assign(read, { has: (path: string) => access(join(dir, path)).then(() => true, () => false) });
 }
+
+/** Where a Node guard's model is: a directory (the embedded model when neither is given) or a URL cached on disk; plain data. */
+export interface NodeModelLocation {
+  modelDir?: string | undefined;
+  modelUrl?: string | undefined;
+  cacheDir?: string | null | undefined;
+  modelManifest?: ModelManifest | undefined;
+}
+
+/** The integrity-checked reader of a Node guard's model; throws InvalidOptionsError for a location it cannot read. */
+export function nodeModelReader(o: NodeModelLocation): FileReader {
+  if (o.modelUrl === undefined) {
+    const dir = directoryReader(o.modelDir ?? embeddedModelDir());
+    return o.modelManifest ? withManifest(dir, o.modelManifest) : dir;
+  }
+  if (o.modelDir !== undefined) throw new InvalidOptionsError('Invalid options: received both modelDir and modelUrl; give at most one.', { option: 'modelUrl' });
+  if (!/^https?:\/\//.test(o.modelUrl)) {
+    throw new InvalidOptionsError(`Invalid option modelUrl: received ${JSON.stringify(o.modelUrl)}; allowed: an absolute http(s) URL.`, { option: 'modelUrl' });
+  }
+  return urlReader(o.modelUrl, { ...(o.cacheDir !== undefined ? { cacheDir: o.cacheDir } : {}), ...(o.modelManifest ? { manifest: o.modelManifest } : {}) });
+}
+
 
 /**
  * One file as the Hugging Face Hub lists it (`GET /api/models/<repo>/tree/<revision>?recursive=true`):
