@@ -7,11 +7,12 @@
  * cross-origin isolated so onnxruntime-web may use wasm threads.
  */
 import { createReadStream, existsSync, statSync } from 'node:fs';
-import { cp, mkdir } from 'node:fs/promises';
-import { extname, join, normalize, resolve, sep } from 'node:path';
+import { cp, mkdir, rm } from 'node:fs/promises';
+import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { defaultClientConditions, defineConfig, type Plugin } from 'vite';
+import { copyModelFiles } from './src/vite.js';
 
 const ROOT = fileURLToPath(new URL('.', import.meta.url));
 const ORT_DIST = resolve(ROOT, 'node_modules/onnxruntime-web/dist');
@@ -75,6 +76,13 @@ function ortRuntime(): Plugin {
     async writeBundle() {
       await mkdir(join(outDir, 'ort'), { recursive: true });
       await Promise.all(ORT_FILES.map((f) => cp(join(ORT_DIST, f), join(outDir, 'ort', f))));
+    },
+    // Vite copies public/ whole; of the embedded model the demo ships only what the guard reads for q4.
+    async closeBundle() {
+      const built = join(outDir, 'models/edgearmor-proxy');
+      if (!existsSync(EMBEDDED_MANIFEST) || !existsSync(built)) return;
+      await rm(built, { recursive: true });
+      await copyModelFiles(dirname(EMBEDDED_MANIFEST), built, 'q4');
     },
   };
 }

@@ -2,7 +2,8 @@
  * `edgearmor/vite`: one plugin that makes a Vite app ready for the guard.
  *
  * - serves the embedded model (from this package) under `modelBase` and onnxruntime-web's runtime under
- *   `ortBase`, in `vite` and `vite preview`, and copies both into the build;
+ *   `ortBase`, in `vite` and `vite preview`, and copies both into the build (of the model, only the files
+ *   the guard reads for `modelVariant`);
  * - resolves onnxruntime-web with its `onnxruntime-web-use-extern-wasm` condition, so the 20+ MB wasm is
  *   loaded from `ortBase` at run time and never inlined into a bundle (one copy of each runtime file);
  * - replaces onnxruntime-node (the Node backend, never selected in a browser) with a stub that throws;
@@ -21,12 +22,14 @@
  * ```
  */
 import { createReadStream, existsSync, statSync } from 'node:fs';
-import { cp, mkdir } from 'node:fs/promises';
+import { cp, mkdir, readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultClientConditions, type Plugin, type UserConfig } from 'vite';
+import type { ModelManifest, ModelVariant } from './core/runtime-options.js';
+import { filesForVariant, isModelVariant, VARIANT_FILES } from './engine/model-files.js';
 
 /** Options of {@link edgearmor}. */
 export interface EdgeArmorViteOptions {
@@ -38,6 +41,28 @@ export interface EdgeArmorViteOptions {
   ortBase?: string;
   /** Set COOP/COEP on the dev and preview servers (wasm threads need cross-origin isolation). @defaultValue true */
   isolation?: boolean;
+  /** The weights variant the app loads (createGuard's `modelVariant`): a build ships only its files. @defaultValue 'q4' */
+  modelVariant?: ModelVariant;
+}
+
+/**
+ * Copies into `target` the files of the model in `modelDir` that a guard reads for `variant` (manifest,
+ * config, tokenizer, guard-options.json, that variant's weights), not the other variants, the model card or
+ * training logs; returns their paths.
+ */
+export async function copyModelFiles(modelDir: string, target: string, variant: ModelVariant = 'q4'): Promise<string[]> {
+  const manifestPath = join(modelDir, 'manifest.json');
+  if (!existsSync(manifestPath)) throw new Error(`edgearmor/vite: ${manifestPath} is missing; a model directory needs its manifest (edgearmor manifest <dir>)`);
+  const manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as ModelManifest;
+  if (!isModelVariant(variant) || manifest.files[VARIANT_FILES[variant]] === undefined) {
+    throw new Error(`edgearmor/vite: modelVariant ${JSON.stringify(variant)} is not in ${manifestPath}; it lists: ${Object.keys(manifest.files).join(', ')}`);
+  }
+  const files = filesForVariant(manifest, variant);
+  await Promise.all(files.map(async (f) => {
+    await mkdir(dirname(join(target, f)), { recursive: true });
+    await cp(join(modelDir, f), join(target, f));
+  }));
+  return files;
 }
 
 /** onnxruntime-web's runtime files: the wasm-only build and the WebGPU one (asyncify, which transformers.js's onnxruntime-web/webgpu loads). */
@@ -94,6 +119,7 @@ export function edgearmor(options: EdgeArmorViteOptions = {}): Plugin {
   const ortBase = withSlashes(options.ortBase ?? '/ort/');
   const modelDir = options.modelDir ?? embeddedModelDirectory();
   const isolation = options.isolation ?? true;
+  const modelVariant = options.modelVariant ?? 'q4';
   const ortDir = ortDistDirectory();
   const headers = isolation ? { ...CROSS_ORIGIN_ISOLATION_HEADERS } : {};
   const middlewares = () => [serve(ortBase, ortDir, (f) => ORT_RUNTIME_FILES.includes(f), isolation), serve(modelBase, modelDir, () => true, isolation)];
@@ -108,8 +134,12 @@ export function edgearmor(options: EdgeArmorViteOptions = {}): Plugin {
           // An alias, not a resolveId hook: aliases also apply to worker bundles, which do not run the app's plugins.
           alias: { 'onnxruntime-node': nodeStubFile() },
         },
-        // Listed up front: the dependency scanner does not follow `new Worker(new URL(...))`, and a late discovery reloads the page mid-load.
-        optimizeDeps: { include: ['@huggingface/transformers', 'comlink', 'valibot', 'onnxruntime-web/wasm', 'onnxruntime-web/webgpu'] },
+        // Listed up front: the dependency scanner does not follow `new Worker(new URL(...))`, and a late discovery
+        // reloads the page mid-load. protobufjs is CommonJS: served unbundled, the worker's default import of it
+        // fails ("does not provide an export named 'default'"); onnxruntime-node is the stub above.
+        optimizeDeps: {
+          include: ['@huggingface/transformers', 'comlink', 'valibot', 'onnxruntime-web/wasm', 'onnxruntime-web/webgpu', 'edgearmor > protobufjs/minimal.js', 'onnxruntime-node'],
+        },
         worker: { format: 'es' },
         server: { headers },
         preview: { headers },
@@ -129,7 +159,7 @@ export function edgearmor(options: EdgeArmorViteOptions = {}): Plugin {
       const ortOut = join(outDir, ...ortBase.split('/').filter(Boolean));
       await mkdir(ortOut, { recursive: true });
       await Promise.all(ORT_RUNTIME_FILES.map((f) => cp(join(ortDir, f), join(ortOut, f))));
-      await cp(modelDir, join(outDir, ...modelBase.split('/').filter(Boolean)), { recursive: true });
+      await copyModelFiles(modelDir, join(outDir, ...modelBase.split('/').filter(Boolean)), modelVariant);
     },
   };
 }

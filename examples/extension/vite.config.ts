@@ -3,13 +3,14 @@
  * and its guard worker bundled, the static files (manifest, service worker, content script) copied,
  * onnxruntime-web's runtime under ort/ and the model under models/edgearmor-proxy/.
  *
- * The model copied is EDGEARMOR_MODEL_DIR, else the embedded model when it exists, else the dev model.
+ * The model copied (its q4 files) is EDGEARMOR_MODEL_DIR, else the embedded model when it exists, else the dev model.
  */
 import { existsSync } from 'node:fs';
 import { cp, mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultClientConditions, defineConfig, type Plugin } from 'vite';
+import { copyModelFiles } from '../../src/vite.js';
 import { ORT_FILES } from '../../vite.config.js';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
@@ -33,7 +34,8 @@ function copyRuntime(): Plugin {
     async writeBundle() {
       await mkdir(join(outDir, 'ort'), { recursive: true });
       await Promise.all(ORT_FILES.map((f) => cp(join(ROOT, 'node_modules/onnxruntime-web/dist', f), join(outDir, 'ort', f))));
-      await cp(extensionModelDir(), join(outDir, 'models/edgearmor-proxy'), { recursive: true });
+      // Only what the guard reads for the q4 weights the extension loads: not fp32, the model card or training logs.
+      await copyModelFiles(extensionModelDir(), join(outDir, 'models/edgearmor-proxy'), 'q4');
     },
   };
 }

@@ -71,7 +71,10 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
       return init.modelManifest ? Object.assign(withManifest(reader, init.modelManifest), { evict: reader.evict, readFromCache: reader.readFromCache }) : reader;
     }
     if (!isNode) throw new InvalidOptionsError('Invalid option model: a model directory ({dir}) works only in Node; in a browser give {baseUrl}.');
-    const { directoryReader } = await import('../engine/files-node.js');
+    // Hidden from bundlers, as node:worker_threads above: a browser build must not pull the Node file loader
+    // (node:fs, node:crypto, node:path...) into its graph, where each built-in is an "externalized" warning.
+    const loader = '../engine/files-node.js';
+    const { directoryReader } = (await import(/* @vite-ignore */ loader)) as typeof import('../engine/files-node.js');
     const reader = directoryReader(init.model.dir);
     return init.modelManifest ? withManifest(reader, init.modelManifest) : reader;
   }

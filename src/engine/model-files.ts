@@ -95,6 +95,18 @@ function parseJson(path: string, bytes: Uint8Array): Record<string, unknown> {
 /** The verified files a model's tokenizer and chat format need: everything but the weights. */
 export type TokenizerModelFiles = Omit<ModelFiles, 'onnx' | 'externalData' | 'variant'>;
 
+/** The onnx file of `variant` and its external data files, as the manifest lists them. */
+function weightFiles(manifest: ModelManifest, variant: ModelVariant): string[] {
+  const onnxPath = VARIANT_FILES[variant];
+  return [onnxPath, ...Object.keys(manifest.files).filter((p) => p === `${onnxPath}_data` || p.startsWith(`${onnxPath}_data_`))];
+}
+
+/** Every file a guard reads from a model directory for `variant` (what a build ships), manifest.json first. */
+export function filesForVariant(manifest: ModelManifest, variant: ModelVariant): string[] {
+  const listed = ['config.json', 'tokenizer.json', 'tokenizer_config.json', MODEL_OPTIONS_FILE].filter((f) => manifest.files[f] !== undefined);
+  return ['manifest.json', ...listed, ...weightFiles(manifest, variant).filter((f) => manifest.files[f] !== undefined)];
+}
+
 /** Reads, verifies and parses the files of a model; `onFile` reports each verified file. */
 export async function loadModelFiles(
   read: FileReader,
@@ -111,7 +123,7 @@ export async function loadModelFiles(
     const name = typeof manifest.model === 'string' ? `model "${manifest.model}"` : 'the model (its manifest names none)';
     throw new ModelLoadError(`${name} has no ${variant} variant (${onnxPath} is not in its manifest); it has: ${has.join(', ') || 'none'}`, { variant, file: onnxPath });
   }
-  const dataPaths = Object.keys(manifest.files).filter((p) => p === `${onnxPath}_data` || p.startsWith(`${onnxPath}_data_`));
+  const dataPaths = weightFiles(manifest, variant).slice(1);
   const [base, onnx, ...data] = await Promise.all([readTokenizerFiles(manifest, get, read), get(onnxPath), ...dataPaths.map(get)]);
   const externalData = dataPaths.map((p, i) => ({ path: p.slice(p.lastIndexOf('/') + 1), data: data[i]! }));
   return { ...base, onnx, externalData, variant };

@@ -69,15 +69,16 @@ describe('the edgearmor Vite plugin', () => {
   });
 
   it(
-    'builds one copy of each runtime file beside the bundle, none inlined, and the model',
+    'builds one copy of each runtime file beside the bundle, none inlined, and only the model files the guard reads',
     async () => {
       const outDir = join(app, 'dist');
       await build({ root: app, configFile: false, logLevel: 'error', plugins: [edgearmor()], resolve: { alias: { edgearmor: join(ROOT, 'src/index.ts') } }, build: { outDir } });
       const out = files(outDir);
       const wasm = out.filter((f) => f.endsWith('.wasm'));
       expect(wasm.sort()).toEqual(ORT_RUNTIME_FILES.filter((f) => f.endsWith('.wasm')).map((f) => join('ort', f)).sort());
-      expect(out).toContain(join('models', 'edgearmor-proxy', 'manifest.json'));
-      expect(out).toContain(join('models', 'edgearmor-proxy', 'onnx', 'model_q4.onnx'));
+      // Of the model, exactly what the guard reads for q4: not the fp32 weights, the model card or the training logs.
+      const model = out.filter((f) => f.startsWith(join('models', 'edgearmor-proxy'))).map((f) => relative(join('models', 'edgearmor-proxy'), f));
+      expect(model.sort()).toEqual(['config.json', 'manifest.json', join('onnx', 'model_q4.onnx'), 'tokenizer.json', 'tokenizer_config.json']);
       // No bundle carries the runtime inline (the extern-wasm condition): every JS asset stays small.
       const js = out.filter((f) => f.endsWith('.js') && !f.startsWith('ort'));
       expect(js.length).toBeGreaterThan(0);
