@@ -80,8 +80,8 @@ export async function createOrtSession(model: Uint8Array, options: OrtSessionOpt
   if (options.backend !== 'node') {
     if (options.wasmThreads !== undefined) ort.env.wasm.numThreads = options.wasmThreads;
     if (options.wasmPaths !== undefined) ort.env.wasm.wasmPaths = options.wasmPaths;
-    // transformers.js (imported for its tokenizer) points the shared onnxruntime-web env at a CDN on import;
-    // without wasmPaths from the app, fall back to onnxruntime-web's own location rather than the network.
+    // Another library in the app may point the shared onnxruntime-web env at a CDN (transformers.js does on
+    // import); without wasmPaths from the app, fall back to onnxruntime-web's own location, never the network.
     else if (pointsAtCdn(ort.env.wasm.wasmPaths)) delete ort.env.wasm.wasmPaths;
   }
   const sessionOptions: InferenceSession.SessionOptions = {

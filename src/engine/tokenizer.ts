@@ -1,13 +1,16 @@
 /**
- * The one place that touches @huggingface/transformers: the proxy's tokenizer and chat template.
+ * The one place that tokenizes and renders chat templates: @huggingface/tokenizers (the tokenizer
+ * transformers.js wraps) and @huggingface/jinja (its template engine), used directly so that loading
+ * the guard never imports transformers.js, whose Node build loads onnxruntime-node and sharp's native
+ * bindings on import (a host without them crashed before the wasm fallback could run).
  *
  * Untrusted text is encoded by a second tokenizer instance built from the same tokenizer.json with
- * its added tokens removed, so no text, whatever it contains, can become a control token:
- * transformers.js always splits added tokens out of the text it encodes (there is no
- * `split_special_tokens` option), which would turn a tool result's literal `<|user|>` into the
- * role marker itself.
+ * its added tokens removed, so no text, whatever it contains, can become a control token: the
+ * tokenizer always splits added tokens out of the text it encodes (there is no `split_special_tokens`
+ * option), which would turn a tool result's literal `<|user|>` into the role marker itself.
  */
-import { PreTrainedTokenizer } from '@huggingface/transformers';
+import { Template } from '@huggingface/jinja';
+import { Tokenizer } from '@huggingface/tokenizers';
 import { InferenceError, ModelLoadError } from '../core/errors.js';
 
 /** The JSON files a tokenizer is made of, as parsed objects. */
@@ -47,17 +50,48 @@ export interface ProxyTokenizer {
   readonly hasChatTemplate: boolean;
 }
 
+// The special tokens a chat template may name, as transformers.js passes them.
+const SPECIAL_TOKEN_ATTRIBUTES = ['bos_token', 'eos_token', 'unk_token', 'sep_token', 'pad_token', 'cls_token', 'mask_token'] as const;
+
+/** A special token's text from tokenizer_config.json: a string, or an AddedToken object. */
+function tokenFromConfig(config: Record<string, unknown>, key: string): string | null {
+  const item = config[key];
+  if (!item) return null;
+  if (typeof item === 'string') return item;
+  if (typeof item === 'object' && (item as { __type?: unknown }).__type === 'AddedToken') return String((item as { content: unknown }).content);
+  throw new ModelLoadError(`tokenizer_config.json: ${key} is neither a string nor an AddedToken`, { key });
+}
+
+/** The chat template to render with: the config's string, or from a list of named ones the tool-use or default one. */
+function chatTemplateOf(config: Record<string, unknown>, withTools: boolean): string {
+  const template = config['chat_template'];
+  if (typeof template === 'string') return template;
+  if (Array.isArray(template)) {
+    const named = new Map((template as Array<{ name?: unknown; template?: unknown }>).map((t) => [t.name, t.template]));
+    const chosen = (withTools && named.has('tool_use') ? named.get('tool_use') : named.get('default')) ?? null;
+    if (typeof chosen === 'string') return chosen;
+    throw new ModelLoadError(`tokenizer_config.json has several chat templates and no "default" one (it has: ${[...named.keys()].join(', ')})`, {});
+  }
+  throw new ModelLoadError('tokenizer_config.json has no chat_template to render guard calls with', {});
+}
+
 /** Builds the proxy tokenizer from parsed tokenizer.json and tokenizer_config.json. */
 export function createProxyTokenizer(files: TokenizerFiles): ProxyTokenizer {
-  const full = new PreTrainedTokenizer(files.tokenizerJson, files.tokenizerConfig);
-  const plain = new PreTrainedTokenizer({ ...files.tokenizerJson, added_tokens: [] }, files.tokenizerConfig);
+  const full = new Tokenizer(files.tokenizerJson, files.tokenizerConfig);
+  const plain = new Tokenizer({ ...files.tokenizerJson, added_tokens: [] }, files.tokenizerConfig);
   const vocab = full.get_vocab();
   const addedTokens = (files.tokenizerJson['added_tokens'] as Array<{ id: number; content: string }> | undefined) ?? [];
   const controlIds = new Set(addedTokens.map((t) => t.id));
   const byteLengths = new Map<number, number>();
   for (const [token, id] of vocab) byteLengths.set(id, controlIds.has(id) ? 0 : [...token].length);
+  const specialTokens = Object.fromEntries(SPECIAL_TOKEN_ATTRIBUTES.flatMap((key) => {
+    const token = tokenFromConfig(files.tokenizerConfig, key);
+    return token === null ? [] : [[key, token]];
+  }));
+  const compiled = new Map<string, Template>();
+  const encode = (tokenizer: Tokenizer, text: string) => tokenizer.encode(text, { add_special_tokens: false, return_token_type_ids: false }).ids;
   return {
-    encodeText: (text) => (text === '' ? [] : plain.encode(text, { add_special_tokens: false })),
+    encodeText: (text) => (text === '' ? [] : encode(plain, text)),
     controlId(token) {
       const id = vocab.get(token);
       if (id === undefined || !controlIds.has(id)) {
@@ -71,14 +105,14 @@ export function createProxyTokenizer(files: TokenizerFiles): ProxyTokenizer {
       if (n === undefined) throw new InferenceError(`token id ${id} is outside the vocabulary (size ${vocab.size})`, { id, vocabSize: vocab.size });
       return n;
     },
-    renderChatTemplate: (messages, tools, addGenerationPrompt = false) =>
-      full.apply_chat_template(messages as never, {
-        tokenize: false,
-        add_generation_prompt: addGenerationPrompt,
-        ...(tools ? { tools: tools as never } : {}),
-      }) as string,
-    encodeRendered: (text) => full.encode(text, { add_special_tokens: false }),
-    decode: (ids) => full.decode(ids, { skip_special_tokens: false }),
+    renderChatTemplate(messages, tools, addGenerationPrompt = false) {
+      const source = chatTemplateOf(files.tokenizerConfig, tools !== undefined);
+      let template = compiled.get(source);
+      if (template === undefined) compiled.set(source, (template = new Template(source)));
+      return template.render({ messages, add_generation_prompt: addGenerationPrompt, tools: tools ?? null, documents: null, ...specialTokens });
+    },
+    encodeRendered: (text) => encode(full, text),
+    decode: (ids) => full.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: null }),
     vocabSize: vocab.size,
     controlTokens: addedTokens.map((t) => t.content),
     hasChatTemplate: typeof files.tokenizerConfig['chat_template'] === 'string' || Array.isArray(files.tokenizerConfig['chat_template']),
