@@ -11,8 +11,8 @@ import { EdgeArmorError } from '../core/errors.js';
 import { resolveOptions } from '../core/options.js';
 import { problemLines, readCases, type CaseFileProblem } from './case-file.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, optionFlagsUsage, REMOTE_PROXY_USAGE, variantFlag, withNegativeNumbers } from './flags.js';
-import type { ToolPoisoningVerdict } from '../core/tool-poisoning.js';
 import type { Verdict } from '../core/verdict.js';
+import { verdictRecord } from '../core/verdict-record.js';
 import type { HubTreeEntry } from '../engine/files-node.js';
 import { explainVerdict, modelOptionsLine, verdictTable } from './report.js';
 
@@ -46,74 +46,7 @@ edgearmor manifest <dir> [--name <model name>] [--hub-tree <tree.json>]
 
 export { readCases, type NumberedCase } from './case-file.js';
 
-/** The --json record's schema version (README "The --json record"): new fields keep it, a changed or removed field bumps it. */
-export const VERDICT_RECORD_SCHEMA_VERSION = 1;
-
-/** The --json record of one verdict. */
-export function verdictRecord(id: string, v: Verdict): Record<string, unknown> {
-  const a = v.attribution;
-  return {
-    schema_version: VERDICT_RECORD_SCHEMA_VERSION,
-    id,
-    detected: v.detected,
-    decision: v.decision,
-    reason: v.reason,
-    score: v.score,
-    flagged: v.flagged.map((f) => ({ message_index: f.messageIndex, tool_name: f.toolName, ...(f.groupId !== undefined ? { group: f.groupId } : {}) })),
-    delta_user: a?.user.normalizedDelta ?? null,
-    delta_spans: a?.spans.map((s) => ({ message_index: s.messageIndex, tool_name: s.toolName, delta: s.normalizedDelta, raw_delta: s.rawDelta, flagged: s.flagged })) ?? [],
-    delta_groups:
-      a?.groups.map((g) => ({
-        group: g.groupId,
-        message_indexes: g.messageIndexes,
-        reasons: g.reasons,
-        baseline: g.baseline,
-        delta: g.normalizedDelta,
-        raw_delta: g.rawDelta,
-        delta_user: g.userDeltas.whole,
-        flagged: g.flagged,
-      })) ?? [],
-    group_margin: a?.groupMargin ?? null,
-    log_probs: a ? Object.fromEntries(a.variants.map((x) => [x.id, x.logProb])) : {},
-    action_tokens: a?.actionTokenCount ?? null,
-    rule: a?.rule ?? null,
-    tau: a?.tau ?? null,
-    user_weight: a?.userWeight ?? null,
-    mindguard: v.toolPoisoning ? toolPoisoningRecord(v.toolPoisoning) : null,
-    truncation: v.truncation
-      ? {
-          dropped_tool_definitions: v.truncation.droppedToolDefinitions,
-          shortened_messages: Object.entries(v.truncation.shortenedMessages).map(([index, tokens]) => ({ message_index: Number(index), tokens_removed: tokens })),
-          chars_cut_before_tokenizing: Object.entries(v.truncation.charsCutBeforeTokenizing ?? {}).map(([index, chars]) => ({ message_index: Number(index), chars_removed: chars })),
-          kept_call_sentences: Object.entries(v.truncation.keptCallSentences ?? {}).map(([index, sentences]) => ({ message_index: Number(index), sentences })),
-        }
-      : null,
-    backend: v.backend ?? null,
-    proxy: v.proxy ?? null,
-    timings: v.timings,
-    ...(v.error ? { error: v.error } : {}),
-  };
-}
-
-/** JSON has no Infinity: an AIR with a zero denominator is written as this cap. */
-const AIR_JSON_CAP = 1e9;
-
-function finite(n: number | null): number | null {
-  return n === null ? null : Number.isFinite(n) ? n : Math.sign(n) * AIR_JSON_CAP;
-}
-
-function toolPoisoningRecord(tp: ToolPoisoningVerdict): Record<string, unknown> {
-  return {
-    detected: tp.detected,
-    source_tool: tp.sourceTool,
-    flow: tp.flow,
-    air: finite(tp.air),
-    score: finite(tp.score),
-    leave_one_out: tp.leaveOneOut?.tools.map((t) => ({ tool: t.tool, delta: t.normalizedDelta, flagged: t.flagged })) ?? null,
-    attention_detected: tp.attention?.detected ?? null,
-    unavailable: tp.unavailable,
-  };
-}
+export { VERDICT_RECORD_SCHEMA_VERSION, verdictRecord, type VerdictRecord } from '../core/verdict-record.js';
 
 export { explainVerdict, verdictTable } from './report.js';
 

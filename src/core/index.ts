@@ -13,6 +13,7 @@ export * from './groups.js';
 export * from './sentence-cut.js';
 export * from './attribution.js';
 export * from './verdict.js';
+export * from './verdict-record.js';
 export * from './judge.js';
 export * from './conductor.js';
 export type * from './scorer-port.js';

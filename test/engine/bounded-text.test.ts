@@ -16,7 +16,7 @@ import { resolveOptions } from '../../src/core/options.js';
 import { boundLongTexts, CHUNKED_TOKENIZE_MIN_CHARS, encodeTextChunked, longestTokenChars, maxFittingChars } from '../../src/engine/bounded-text.js';
 import { createProxyTokenizer } from '../../src/engine/tokenizer.js';
 import { createNodeGuard } from '../../src/node.js';
-import type { LocalGuard } from '../../src/engine/local-guard.js';
+import type { LocalGuard } from '../../src/core/conductor.js';
 import type { GuardInput } from '../../src/core/types.js';
 import { requirement } from '../requirements.js';
 
@@ -116,7 +116,8 @@ describe.skipIf(!HAS_MODEL)('bounded tokenizing', () => {
 
 describe.skipIf(!HAS_MODEL)('a check on seven 999,000-character CJK tool results with timeoutMs 2000', () => {
   let guard: LocalGuard | undefined;
-  afterAll(() => guard?.dispose());
+  let patient: LocalGuard | undefined;
+  afterAll(() => Promise.all([guard?.dispose(), patient?.dispose()]));
 
   it('keeps the event loop responsive and answers with a verdict that reports every cut, or the failure policy', async () => {
     guard = createNodeGuard({ modelDir: MODEL_DIR, timeoutMs: TIMEOUT_MS });
@@ -131,15 +132,19 @@ describe.skipIf(!HAS_MODEL)('a check on seven 999,000-character CJK tool results
     histogram.disable();
     const longestGapMs = meter.stop();
     expect(Math.max(longestGapMs, histogram.max / 1e6)).toBeLessThan(MAX_STALL_MS);
-    if (verdict.reason === 'failure-policy') {
-      expect(verdict).toMatchObject({ decision: 'block', error: { code: 'timeout' } });
-    } else {
-      expect(verdict.reason).toBe('model');
-      const cut = verdict.truncation?.charsCutBeforeTokenizing ?? {};
-      expect(Object.keys(cut).map(Number)).toEqual([2, 4, 6, 8, 10, 12, 14]);
-      for (const n of Object.values(cut)) expect(n).toBeGreaterThan(RESULT_CHARS / 2);
+    if (verdict.reason === 'failure-policy') expect(verdict).toMatchObject({ decision: 'block', error: { code: 'timeout' } });
+    else expect(verdict.reason).toBe('model');
+    // The cut is checked whatever the machine's speed: a check that ran out of time is scored again without the deadline.
+    let judged = verdict;
+    if (verdict.reason !== 'model') {
+      patient = createNodeGuard({ modelDir: MODEL_DIR, timeoutMs: SLOW_TEST_TIMEOUT_MS });
+      judged = await patient.check(input);
     }
-  }, SLOW_TEST_TIMEOUT_MS);
+    expect(judged.reason).toBe('model');
+    const cut = judged.truncation?.charsCutBeforeTokenizing ?? {};
+    expect(Object.keys(cut).map(Number)).toEqual([2, 4, 6, 8, 10, 12, 14]);
+    for (const n of Object.values(cut)) expect(n).toBeGreaterThan(RESULT_CHARS / 2);
+  }, 2 * SLOW_TEST_TIMEOUT_MS);
 });
 
 describe.skipIf(!HAS_MODEL)('long text outside tool results', () => {
