@@ -19,17 +19,22 @@
  * timeoutMs + 250 ms) and the event loop's longest stall over the whole run (a 5 ms ticker's longest
  * gap, and monitorEventLoopDelay's max).
  *
- * Flags: --sequential N (default 5000), --concurrent C (default 200), --cases K (default 40),
+ * --guard process runs it all on createNodeGuard's isolation: the core's conductor over onnxruntime-node in a
+ * child process (the fault is then a SIGKILL of that process, and memory samples add the child's RSS).
+ *
+ * Flags: --guard worker|process (default worker), --sequential N (default 5000), --concurrent C (default 200), --cases K (default 40),
  * --faults F (default 200), --fault-timeout-ms T (default 10000: above a wasm check on the embedded model), --seed S (default 22),
  * --out FILE (default eval/results/soak-<date>.json). Exit status 1 when any check fails.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { createGuard } from '../src/client/create-guard.js';
+import { createConductor, type LocalGuard } from '../src/core/conductor.js';
+import { loadProcessScorer } from '../src/engine/process-scorer.js';
 import type { Verdict } from '../src/core/verdict.js';
 import { generateCase } from '../src/scenarios/index.js';
 import { startStallMeter } from './stall.js';
@@ -58,6 +63,7 @@ const { values } = parseArgs({
     faults: { type: 'string', default: '200' },
     'fault-timeout-ms': { type: 'string', default: '10000' },
     seed: { type: 'string', default: '22' },
+    guard: { type: 'string', default: 'worker' },
     out: { type: 'string' },
   },
 });
@@ -71,6 +77,8 @@ const N_CONC = positiveInt('concurrent', values.concurrent);
 const K = positiveInt('cases', values.cases);
 const N_FAULTS = positiveInt('faults', values.faults);
 const FAULT_TIMEOUT_MS = positiveInt('fault-timeout-ms', values['fault-timeout-ms']);
+if (values.guard !== 'worker' && values.guard !== 'process') throw new RangeError(`--guard: received ${JSON.stringify(values.guard)}; allowed: worker, process`);
+const GUARD_KIND = values.guard;
 let seed = positiveInt('seed', values.seed);
 /** Seeded uniform [0, 1) (mulberry32), so a failing fault sequence can be replayed. */
 const random = () => {
@@ -93,12 +101,37 @@ interface MemSample {
   checks: number;
   rssMb: number;
   heapMb: number;
+  /** The scoring child process's RSS (--guard process). */
+  childRssMb?: number;
+}
+
+/** The child processes' pids, newest last (--guard process): the fault phase kills the newest. */
+const childPids: number[] = [];
+
+/** A process's resident set from /proc, in MB; null when it is gone. */
+function processRssMb(pid: number): number | null {
+  try {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? null : Math.round((Number(kb) / 1024) * 10) / 10;
+  } catch {
+    return null;
+  }
+}
+
+/** The guard under soak: the worker guard, or the conductor over the child-process scorer. */
+function makeGuard(timeoutMs: number, worker: () => Worker): Pick<LocalGuard, 'ready' | 'check' | 'dispose'> {
+  if (GUARD_KIND === 'worker') return createGuard({ worker, modelDir: MODEL_DIR, backend: 'node', timeoutMs });
+  return createConductor(
+    { timeoutMs },
+    { load: () => loadProcessScorer({ location: { modelDir: MODEL_DIR }, runtime: {}, backends: ['node'], onScoreSent: (pid) => void (childPids.at(-1) !== pid && childPids.push(pid)) }) },
+  );
 }
 
 const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
 const sample = (checks: number): MemSample => {
   const m = process.memoryUsage();
-  return { checks, rssMb: mb(m.rss), heapMb: mb(m.heapUsed) };
+  const child = childPids.length ? processRssMb(childPids.at(-1)!) : null;
+  return { checks, rssMb: mb(m.rss), heapMb: mb(m.heapUsed), ...(child !== null ? { childRssMb: child } : {}) };
 };
 const summary = (v: Verdict): Expected => ({ decision: v.decision, flagged: v.flagged.map((f) => f.messageIndex), score: v.score });
 function mismatch(v: Verdict, want: Expected): string | null {
@@ -114,7 +147,7 @@ const cases = Array.from({ length: K }, (_, i) => {
   const c = generateCase('test', 3, i);
   return { id: c.id, input: { messages: c.messages, action: { name: c.action.name, arguments: c.action.arguments }, tools: c.tools } };
 });
-const guard = createGuard({ worker: () => new Worker(BOOTSTRAP, { eval: true }), modelDir: MODEL_DIR, backend: 'node', timeoutMs: TIMEOUT_MS });
+const guard = makeGuard(TIMEOUT_MS, () => new Worker(BOOTSTRAP, { eval: true }));
 const answerMs: Record<string, number[]> = { sequential: [], concurrent: [], faults: [] };
 const timed = async <T>(phase: string, work: Promise<T>): Promise<T> => {
   const start = performance.now();
@@ -172,7 +205,7 @@ try {
     faultWorkerExited = new Promise((done) => worker.once('exit', () => done()));
     return (faultWorker = worker);
   };
-  const faultGuard = createGuard({ worker: startFaultWorker, modelDir: MODEL_DIR, backend: 'node', timeoutMs: FAULT_TIMEOUT_MS });
+  const faultGuard = makeGuard(FAULT_TIMEOUT_MS, startFaultWorker);
   const faultCounts = { kill: 0, abort: 0, none: 0, answered_reference: 0, failure_policy: 0, aborted: 0 };
   // The fault phase runs a second guard (a second model in memory) beside the first, so its growth is
   // measured from its own baseline: both guards loaded and warm.
@@ -194,7 +227,14 @@ try {
       // A random point within a check's usual span (the reference phase's checks take tens to hundreds of ms).
       const delay = Math.floor(random() * 300);
       const hit = setTimeout(() => {
-        if (fault === 'kill') void faultWorker?.terminate();
+        if (fault === 'kill' && GUARD_KIND === 'worker') void faultWorker?.terminate();
+        if (fault === 'kill' && GUARD_KIND === 'process') {
+          try {
+            process.kill(childPids.at(-1)!, 'SIGKILL');
+          } catch {
+            // Already gone (killed before, not yet replaced): the next check starts a new one.
+          }
+        }
         if (fault === 'abort') controller.abort();
       }, delay);
       const got = await answer;
@@ -245,6 +285,7 @@ try {
     model: status.model,
     variant: status.variant,
     backend: status.backend,
+    guard: GUARD_KIND,
     cases: K,
     sequential: { checks: N_SEQ, seconds: seqSeconds, checks_per_second: N_SEQ / seqSeconds },
     concurrent: { checks: N_CONC, seconds: concSeconds },
