@@ -1,22 +1,23 @@
 /**
  * One verdict path: the worker guard (createGuard, its worker service over a MessageChannel in this
- * thread) and the in-process guard (createNodeGuard) give the same verdict on the same case, first
- * calls with a poisoned tool list included, and each check validates once, calls the engine once and
- * the judge once. On the tiny-proxy-hub fixture (random weights): the verdicts' values are not the
+ * thread, and the published dist/worker.js in a real worker_threads Worker on wasm) and the in-process
+ * guard (createNodeGuard) give the same verdict on the same case, first calls with a poisoned tool list
+ * included, and each check validates once, calls the engine once and the judge once. On the tiny-proxy-hub fixture (random weights): the verdicts' values are not the
  * point, their agreement is.
  */
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { MessageChannel } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createGuard, type WorkerGuard } from '../../src/client/create-guard.js';
 import { createWorkerService } from '../../src/client/worker-service.js';
 import type { GuardOptions } from '../../src/core/options.js';
 import type { Verdict } from '../../src/core/verdict.js';
-import type { LocalGuard } from '../../src/engine/local-guard.js';
+import type { LocalGuard } from '../../src/core/conductor.js';
 import { createNodeGuard } from '../../src/node.js';
+import { requirement } from '../requirements.js';
 
 const counts = vi.hoisted(() => ({ validations: 0, engineCalls: 0, judgeCalls: 0 }));
 
@@ -170,6 +171,34 @@ describe.each([
     expect(Object.keys(cut.truncation?.shortenedMessages ?? {})).toEqual(['2']);
     const failed = await worker.check(CASES['a request too long for the window (failure policy)']);
     expect(failed).toMatchObject({ reason: 'failure-policy', decision: options.onError ?? 'block', error: { code: 'context-too-long' } });
+  });
+});
+
+const DIST_WORKER = fileURLToPath(new URL('../../dist/worker.js', import.meta.url));
+
+// As users run it: the published worker file in a real worker_threads Worker (structured clone across a thread,
+// the package's own imports), on wasm on both sides so the floats can be compared.
+describe.skipIf(!requirement(existsSync(DIST_WORKER), 'dist/ (npm run build:lib)'))('the dist worker in a worker_threads Worker and the in-process guard, both on wasm', () => {
+  let worker: WorkerGuard;
+  let local: LocalGuard;
+  beforeAll(async () => {
+    worker = createGuard({ worker: () => new Worker(DIST_WORKER), modelDir: HUB, backend: 'wasm' });
+    local = createNodeGuard({ modelDir: HUB, backend: 'wasm' });
+    await Promise.all([worker.ready, local.ready]);
+  }, LOAD_TIMEOUT_MS);
+  afterAll(async () => {
+    await worker.dispose();
+    await local.dispose();
+  });
+
+  it('run on wasm, the worker in its own thread', async () => {
+    expect(await worker.status()).toMatchObject({ state: 'ready', backend: 'wasm', model: 'tiny-proxy-hub' });
+    expect((await local.status()).backend).toBe('wasm');
+  });
+
+  it.each(Object.entries(CASES))('give the same verdict on %s', async (_label, input) => {
+    const [remote, inProcess] = [await worker.check(input), await local.check(input)];
+    expect(comparable(remote)).toEqual(comparable(inProcess));
   });
 });
 
