@@ -21,6 +21,7 @@ import { defaultBatchBytes, scoreSequencesShared } from '../src/engine/prefix-sc
 import type { ModelDims } from '../src/engine/scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from '../src/engine/tokenizer.js';
 import { CHROMIUM_PATH } from '../chromium.config.js';
+import { benchGuards, guardsTable } from './guards.js';
 import { peakRssDelta } from './memory.js';
 import { writeBenchModel } from './bench-model.js';
 import type { AdapterInfo, DawnBenchRequest, DawnBenchResult } from './dawn.js';
@@ -309,6 +310,12 @@ async function main(): Promise<void> {
     }
   }
   if (!quick) process.stdout.write(`\n${table(all)}\n\nMachine: ${machine()}\n`);
+  // The whole guard per host (bench/guards.ts): the worker's slowdown against onnxruntime-node in process.
+  if (!quick && bIdx < 0 && !args.includes('--cases')) {
+    const rows = await benchGuards(10, 2);
+    writeFileSync(`${ROOT}bench/results/${date}-guards.json`, `${JSON.stringify({ date, machine: machine(), model: 'embedded q4', cases: 10, reps: 2, rows }, null, 2)}\n`);
+    process.stdout.write(`\nOne check through each guard (embedded model, 10 generated cases):\n${guardsTable(rows)}\n`);
+  }
   const summary = all.find((r) => r.backend === 'onnxruntime-node' && r.tokens === 2048 && r.spans === 3);
   if (args.includes('--json') && summary) {
     const { computed_tokens_ratio_vs_naive, trie_minimum_ratio, p50_speedup_vs_naive, p50_speedup_vs_transformersjs, peak_memory_ratio_vs_transformersjs, matmul_peak_fraction } = summary;

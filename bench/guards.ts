@@ -1,0 +1,90 @@
+/**
+ * The same checks through each way a Node host can run the guard, on the embedded model: the one number
+ * for how much slower the worker guard is than the in-process one (the README said about 4x, the notes
+ * about 8x). Each guard checks the same generated cases (generator test split); the first round warms up,
+ * then `--reps` rounds are timed, and the median of the per-check times is reported with its ratio to
+ * onnxruntime-node in process.
+ *
+ * `npx tsx bench/guards.ts [--cases K] [--reps N]` (defaults 20 and 3); `npm run bench` runs it after the
+ * scoring table. Writes bench/results/<date>-guards.json.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Worker } from 'node:worker_threads';
+import { createGuard } from '../src/client/create-guard.js';
+import type { Guard } from '../src/core/guard-api.js';
+import { createNodeGuard } from '../src/node.js';
+import { generateCase } from '../src/scenarios/index.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const MODEL_DIR = `${ROOT}public/models/edgearmor-proxy`;
+const WORKER_URL = new URL('../workers/guard.worker.ts', import.meta.url);
+// Node ignores `--import tsx` in a Worker's execArgv, so a tiny bootstrap registers tsx inside the thread (as bench/soak.ts).
+const BOOTSTRAP = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(WORKER_URL.href)}); })`;
+const TIMEOUT_MS = 10 * 60_000;
+
+/** The ways a Node host runs the guard, the reference first. */
+const GUARDS: ReadonlyArray<{ name: string; make: () => Guard }> = [
+  { name: 'in process, onnxruntime-node', make: () => createNodeGuard({ modelDir: MODEL_DIR, backend: 'node', timeoutMs: TIMEOUT_MS }) },
+  { name: "child process, onnxruntime-node (isolation: 'process')", make: () => createNodeGuard({ modelDir: MODEL_DIR, isolation: 'process', timeoutMs: TIMEOUT_MS }) },
+  { name: 'worker_threads worker (wasm: native is unsafe there)', make: () => createGuard({ worker: () => new Worker(BOOTSTRAP, { eval: true }), modelDir: MODEL_DIR, timeoutMs: TIMEOUT_MS }) },
+  { name: 'in process, wasm', make: () => createNodeGuard({ modelDir: MODEL_DIR, backend: 'wasm', timeoutMs: TIMEOUT_MS }) },
+];
+
+export interface GuardBenchRow {
+  guard: string;
+  backend: string | null;
+  median_ms: number;
+  ratio_vs_in_process_node: number;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
+
+/** Runs every guard over the same cases and returns one row each. */
+export async function benchGuards(caseCount: number, reps: number): Promise<GuardBenchRow[]> {
+  const inputs = Array.from({ length: caseCount }, (_, i) => {
+    const c = generateCase('test', 3, i);
+    return { messages: c.messages, action: { name: c.action.name, arguments: c.action.arguments }, tools: c.tools };
+  });
+  const rows: GuardBenchRow[] = [];
+  for (const { name, make } of GUARDS) {
+    const guard = make();
+    try {
+      const status = await guard.ready;
+      for (const input of inputs) await guard.check(input); // warm-up round
+      const times: number[] = [];
+      for (let r = 0; r < reps; r++) {
+        for (const input of inputs) {
+          const t0 = performance.now();
+          const verdict = await guard.check(input);
+          times.push(performance.now() - t0);
+          if (verdict.reason === 'failure-policy') throw new Error(`${name}: a check failed (${verdict.error?.code}: ${verdict.error?.message})`);
+        }
+      }
+      const ms = median(times);
+      rows.push({ guard: name, backend: status.backend, median_ms: Math.round(ms * 10) / 10, ratio_vs_in_process_node: rows.length === 0 ? 1 : Math.round((ms / rows[0]!.median_ms) * 100) / 100 });
+      process.stderr.write(`${name}: median ${ms.toFixed(1)} ms over ${times.length} checks\n`);
+    } finally {
+      await guard.dispose();
+    }
+  }
+  return rows;
+}
+
+/** The rows as a table. */
+export function guardsTable(rows: readonly GuardBenchRow[]): string {
+  return ['| guard | backend | median ms / check | vs in process (node) |', '| --- | --- | --- | --- |', ...rows.map((r) => `| ${r.guard} | ${r.backend} | ${r.median_ms} | ${r.ratio_vs_in_process_node}x |`)].join('\n');
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { values } = parseArgs({ options: { cases: { type: 'string', default: '20' }, reps: { type: 'string', default: '3' } } });
+  const rows = await benchGuards(Number(values.cases), Number(values.reps));
+  const date = new Date().toISOString().slice(0, 10);
+  mkdirSync(`${ROOT}bench/results`, { recursive: true });
+  writeFileSync(`${ROOT}bench/results/${date}-guards.json`, `${JSON.stringify({ date, model: 'embedded q4', cases: Number(values.cases), reps: Number(values.reps), rows }, null, 2)}\n`);
+  process.stdout.write(`${guardsTable(rows)}\n`);
+}
