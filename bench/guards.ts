@@ -28,7 +28,8 @@ const TIMEOUT_MS = 10 * 60_000;
 const GUARDS: ReadonlyArray<{ name: string; make: () => Guard }> = [
   { name: 'in process, onnxruntime-node', make: () => createNodeGuard({ modelDir: MODEL_DIR, backend: 'node', timeoutMs: TIMEOUT_MS }) },
   { name: "child process, onnxruntime-node (isolation: 'process')", make: () => createNodeGuard({ modelDir: MODEL_DIR, isolation: 'process', timeoutMs: TIMEOUT_MS }) },
-  { name: 'worker_threads worker (wasm: native is unsafe there)', make: () => createGuard({ worker: () => new Worker(BOOTSTRAP, { eval: true }), modelDir: MODEL_DIR, timeoutMs: TIMEOUT_MS }) },
+  { name: 'worker_threads worker (onnxruntime-node in its child process)', make: () => createGuard({ worker: () => new Worker(BOOTSTRAP, { eval: true }), modelDir: MODEL_DIR, timeoutMs: TIMEOUT_MS }) },
+  { name: "worker_threads worker, backend: 'wasm'", make: () => createGuard({ worker: () => new Worker(BOOTSTRAP, { eval: true }), modelDir: MODEL_DIR, backend: 'wasm', timeoutMs: TIMEOUT_MS }) },
   { name: 'in process, wasm', make: () => createNodeGuard({ modelDir: MODEL_DIR, backend: 'wasm', timeoutMs: TIMEOUT_MS }) },
 ];
 

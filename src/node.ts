@@ -5,14 +5,13 @@
 import { isMainThread } from 'node:worker_threads';
 import { backendRequest, checkBackendRequest, planBackends, type OrtBackend } from './core/backend-plan.js';
 import { createConductor, type LocalGuard } from './core/conductor.js';
-import { InvalidOptionsError, WorkerCrashedError } from './core/errors.js';
+import { InvalidOptionsError } from './core/errors.js';
 import type { GuardProgress } from './core/guard-api.js';
 import type { GuardOptions } from './core/options.js';
 import { splitRuntimeOptions, type BackendPreference, type ModelRuntimeOptions } from './core/runtime-options.js';
 import { nodeModelReader } from './engine/files-node.js';
 import { loadEngineScorer, type LocalGuardRuntime } from './engine/local-guard.js';
-import { loadProcessScorer, type ProcessScorerOptions } from './engine/process-scorer.js';
-import type { LoadedScorer } from './core/scorer-port.js';
+import { loadIsolatedScorer } from './engine/process-scorer.js';
 
 export { buildManifest, defaultCacheDir, embeddedModelDir, writeModelOptions, type HubTreeEntry } from './engine/files-node.js';
 export type { ModelManifest } from './engine/model-files.js';
@@ -54,18 +53,6 @@ export type NodeIsolation = 'none' | 'process';
 const NODE_OPTION_KEYS = ['modelDir', 'modelUrl', 'cacheDir', 'backend', 'backends', 'onProgress', 'isolation'] as const satisfies ReadonlyArray<keyof NodeGuardOptions>;
 const ISOLATIONS: readonly NodeIsolation[] = ['none', 'process'];
 
-/** The child process, or (where it cannot start) wasm in this process, with the reason. */
-async function loadIsolated(options: ProcessScorerOptions, runtime: LocalGuardRuntime): Promise<LoadedScorer> {
-  try {
-    return await loadProcessScorer(options);
-  } catch (error) {
-    // A model that fails its checks fails them in any process; only a child that could not run falls back.
-    if (!(error instanceof WorkerCrashedError)) throw error;
-    const loaded = await loadEngineScorer({ ...runtime, backends: ['wasm'] });
-    const reason = `isolation 'process': ${error.message.replace(/(; the next check starts a new one)?\.$/, '')}; onnxruntime-web wasm runs in this process instead`;
-    return { ...loaded, fallbackReason: [reason, loaded.fallbackReason].filter(Boolean).join('; ') };
-  }
-}
 /**
  * Creates a guard for this Node process: the core's conductor over onnxruntime-node, in a child process
  * with `isolation: 'process'`, else here (wasm where the core's planner says so: in a worker thread,
@@ -91,7 +78,7 @@ export function createNodeGuard(options: NodeGuardOptions = {}): LocalGuard {
       const plan = await planBackends(request, { isNode: true, isWorkerThread: !inChild && !isMainThread, gpu: undefined });
       const here: LocalGuardRuntime = { ...runtimeOptions, reader, backends: plan.backends, ...progress };
       const location = { modelDir: options.modelDir, modelUrl: options.modelUrl, cacheDir: options.cacheDir, modelManifest: options.modelManifest };
-      const loaded = inChild ? await loadIsolated({ location, runtime: runtimeOptions, backends: plan.backends, ...progress }, here) : await loadEngineScorer(here);
+      const loaded = inChild ? await loadIsolatedScorer({ location, runtime: runtimeOptions, backends: plan.backends, ...progress }, here) : await loadEngineScorer(here);
       return { ...loaded, fallbackReason: [plan.fallbackReason, loaded.fallbackReason].filter(Boolean).join('; ') || null };
     },
     ...progress,

@@ -4,8 +4,8 @@
  * request's model work. The backends come from the core's planner.
  */
 import { releaseProxy } from 'comlink';
-import { planBackends, type BackendHost } from '../core/backend-plan.js';
-import { loadingStatus, type LocalGuard } from '../core/conductor.js';
+import { NATIVE_IN_WORKER_THREAD_REASON, planBackends, type BackendHost } from '../core/backend-plan.js';
+import { createConductor, loadingStatus, type LocalGuard } from '../core/conductor.js';
 import { IntegrityError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';
 import type { GuardProgress } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
@@ -13,6 +13,7 @@ import { splitRuntimeOptions } from '../core/runtime-options.js';
 import { createBrowserReader, type BrowserFileReader } from '../engine/files-browser.js';
 import { createLocalGuard, type LocalGuardRuntime } from '../engine/local-guard.js';
 import { withManifest, type FileReader } from '../engine/model-files.js';
+import type { ProcessScorerOptions } from '../engine/process-scorer.js';
 import { isNodeRuntime } from './endpoint.js';
 import { settle, type GuardWorkerApi, type WireResult, type WorkerInitOptions } from './protocol.js';
 
@@ -34,6 +35,12 @@ async function detectWorkerThread(isNode: boolean): Promise<boolean> {
   const specifier = 'node:worker_threads';
   const { isMainThread } = (await import(/* @vite-ignore */ specifier)) as typeof import('node:worker_threads');
   return !isMainThread;
+}
+
+/** The child-process scorer (Node only), hidden from bundlers as the Node file loader is: it imports node:child_process. */
+async function processScorer(): Promise<typeof import('../engine/process-scorer.js')> {
+  const specifier = '../engine/process-scorer.js';
+  return (await import(/* @vite-ignore */ specifier)) as typeof import('../engine/process-scorer.js');
 }
 
 /** Creates the service a worker exposes with `Comlink.expose`. */
@@ -90,17 +97,25 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
       const result = await settle(async () => {
         if (guard) throw new InvalidOptionsError('init() was called twice on the same worker; create a new worker instead.');
         let runtime: LocalGuardRuntime;
+        // In a Node worker thread onnxruntime-node runs in a child process (terminating the thread in a native run would abort the host).
+        let isolated: ProcessScorerOptions | null = null;
         try {
           const isWorkerThread = deps.isWorkerThread ?? (await detectWorkerThread(isNode));
           const plan = await planBackends(init.backend ?? 'auto', { isNode, isWorkerThread, gpu: 'gpu' in deps ? deps.gpu : (globalThis.navigator as { gpu?: BackendHost['gpu'] } | undefined)?.gpu });
-          const { modelManifest: _manifest, ...runtimeOptions } = splitRuntimeOptions(init, ['guard', 'model', 'backend']).runtime;
+          const { modelManifest, ...runtimeOptions } = splitRuntimeOptions(init, ['guard', 'model', 'backend']).runtime;
           runtime = { ...runtimeOptions, reader: await makeReader(init, report), backends: plan.backends, fallbackReason: plan.fallbackReason, onProgress: report };
+          if (plan.fallbackReason === NATIVE_IN_WORKER_THREAD_REASON && runtimeOptions.remoteProxy === undefined && 'dir' in init.model) {
+            const childPlan = await planBackends(init.backend ?? 'auto', { isNode, isWorkerThread: false, gpu: undefined });
+            isolated = { location: { modelDir: init.model.dir, modelManifest }, runtime: runtimeOptions, backends: childPlan.backends, onProgress: report };
+          }
         } catch (error) {
           // The guard still answers checks, as an in-process guard whose model failed to load does: the core applies the failure policy.
           runtime = { reader: () => Promise.reject(error), backends: [], onProgress: report, loadFailure: error };
         }
         try {
-          guard = makeGuard(init.guard, runtime);
+          const child = isolated;
+          const here: LocalGuardRuntime = { ...runtime, fallbackReason: null };
+          guard = child ? createConductor(init.guard, { load: async () => (await processScorer()).loadIsolatedScorer(child, here), onProgress: report }) : makeGuard(init.guard, runtime);
         } finally {
           guardMade(guard);
         }

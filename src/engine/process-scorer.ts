@@ -16,6 +16,7 @@ import type { ModelOptionsFile } from '../core/model-options.js';
 import type { ModelRuntimeOptions } from '../core/runtime-options.js';
 import type { LoadedScorer, Scorer, ScorerInfo, ScoreRequest } from '../core/scorer-port.js';
 import type { NodeModelLocation } from './files-node.js';
+import { loadEngineScorer, type LocalGuardRuntime } from './local-guard.js';
 
 /** What the host sends the child. */
 export type ChildRequest =
@@ -206,4 +207,20 @@ export async function loadProcessScorer(options: ProcessScorerOptions): Promise<
   // Named apart from onnxruntime-node in this process; a child that fell back to wasm keeps 'wasm' (and says why).
   const info: ScorerInfo = { ...loaded.info, backend: loaded.info.backend === 'node' ? 'node-process' : loaded.info.backend };
   return { scorer: new ProcessScorer(child, info, options), modelOptions: loaded.modelOptions, fallbackReason: loaded.fallbackReason };
+}
+
+/**
+ * onnxruntime in a child process, or where none can start (Node's permission model, a host that forbids
+ * spawning) wasm in this thread with the reason. A model that fails its checks fails them in any process,
+ * so only a child that could not run falls back.
+ */
+export async function loadIsolatedScorer(options: ProcessScorerOptions, here: LocalGuardRuntime): Promise<LoadedScorer> {
+  try {
+    return await loadProcessScorer(options);
+  } catch (error) {
+    if (!(error instanceof WorkerCrashedError)) throw error;
+    const loaded = await loadEngineScorer({ ...here, backends: ['wasm'] });
+    const reason = `isolation 'process': ${error.message.replace(/(; the next check starts a new one)?\.$/, '')}; onnxruntime-web wasm runs in this process instead`;
+    return { ...loaded, fallbackReason: [reason, loaded.fallbackReason].filter(Boolean).join('; ') };
+  }
 }

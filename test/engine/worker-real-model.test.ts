@@ -4,7 +4,6 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createGuard, type WorkerGuard } from '../../src/client/create-guard.js';
-import { NATIVE_IN_WORKER_THREAD_REASON } from '../../src/core/backend-plan.js';
 import type { LocalGuard } from '../../src/engine/local-guard.js';
 import { createNodeGuard } from '../../src/node.js';
 import { requirement } from '../requirements.js';
@@ -51,10 +50,10 @@ describe.skipIf(!requirement(existsSync(resolve(MODEL_DIR, 'manifest.json')), `t
         backend: 'node',
         timeoutMs: REAL_MODEL_TIMEOUT_MS,
       });
-      // A worker thread runs wasm even when 'node' is asked for (worker-service.ts: NATIVE_IN_WORKER_THREAD_REASON).
-      local = createNodeGuard({ modelDir: MODEL_DIR, backends: ['wasm'], timeoutMs: REAL_MODEL_TIMEOUT_MS });
+      // A worker thread runs onnxruntime-node in a child process (terminating the thread in a native run would abort the host).
+      local = createNodeGuard({ modelDir: MODEL_DIR, backends: ['node'], timeoutMs: REAL_MODEL_TIMEOUT_MS });
       const status = await worker.ready;
-      expect(status).toMatchObject({ state: 'ready', backend: 'wasm', fallbackReason: NATIVE_IN_WORKER_THREAD_REASON });
+      expect(status).toMatchObject({ state: 'ready', backend: 'node-process', fallbackReason: null });
 
       const [remote, inProcess] = [await worker.check(TRAVEL_CASE), await local.check(TRAVEL_CASE)];
       expect(remote.reason).toBe('model');
