@@ -11,7 +11,6 @@ import { EdgeArmorError } from '../core/errors.js';
 import { resolveOptions } from '../core/options.js';
 import { problemLines, readCases, type CaseFileProblem } from './case-file.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, optionFlagsUsage, REMOTE_PROXY_USAGE, variantFlag, withNegativeNumbers } from './flags.js';
-import type { Verdict } from '../core/verdict.js';
 import { verdictRecord } from '../core/verdict-record.js';
 import type { HubTreeEntry } from '../engine/files-node.js';
 import { explainVerdict, modelOptionsLine, verdictTable } from './report.js';

@@ -3,7 +3,6 @@
  * options merged from flags, EDGEARMOR_* variables and edgearmor.config.json.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { InvalidOptionsError } from '../core/errors.js';
 import { validateRemoteProxyOptions, type ModelVariant, type RemoteProxyOptions } from '../core/runtime-options.js';
 import { isModelVariant, VARIANT_FILES } from '../engine/model-files.js';
 import { GUARD_OPTIONS, mergeOptions, optionEntries, optionsFromEnv, resolveOptions, type GuardOptions } from '../core/options.js';

@@ -3,7 +3,7 @@
  * process never reads, hashes or runs the model, so its event loop stays free during a check, and a
  * crash, an abort in native code or an out-of-memory kill takes down only the child: the call in flight
  * gets the failure policy, and the next call starts a fresh child (which verifies the model again).
- * A child that does not stop a cancelled call within `cancelGraceMs` is killed.
+ * A child that does not stop a cancelled call within 2 s is killed.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -39,10 +39,6 @@ export interface ProcessScorerOptions {
   runtime: Omit<ModelRuntimeOptions, 'modelManifest'>;
   backends: OrtBackend[];
   onProgress?: (event: GuardProgress) => void;
-  /** How long the child may take to stop a cancelled call before it is killed. @defaultValue 2000 */
-  cancelGraceMs?: number;
-  /** The child's entry script (tests point it elsewhere). @defaultValue process-child.js beside this module */
-  childScript?: string;
   /** Called right after a score request is sent, with the child's pid (tests kill it there, mid-check). */
   onScoreSent?: (pid: number) => void;
 }
@@ -50,8 +46,7 @@ export interface ProcessScorerOptions {
 const CANCEL_GRACE_MS = 2_000;
 
 /** The child's script: the built .js beside this module, or the .ts source under tsx (tests, `npm run` scripts). */
-function childEntry(script: string | undefined): { file: string; execArgv: string[] } {
-  if (script !== undefined) return { file: script, execArgv: [] };
+function childEntry(): { file: string; execArgv: string[] } {
   const js = fileURLToPath(new URL('./process-child.js', import.meta.url));
   if (existsSync(js)) return { file: js, execArgv: [] };
   return { file: fileURLToPath(new URL('./process-child.ts', import.meta.url)), execArgv: ['--import', 'tsx'] };
@@ -72,7 +67,7 @@ interface Child {
 }
 
 function startChild(options: ProcessScorerOptions): Child {
-  const { file, execArgv } = childEntry(options.childScript);
+  const { file, execArgv } = childEntry();
   let proc: ChildProcess;
   try {
     proc = fork(file, [], { serialization: 'advanced', execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -159,7 +154,7 @@ class ProcessScorer implements Scorer {
       const onAbort = () => {
         child.send({ type: 'cancel', id });
         // A native run that never reads the cancel is stopped the only way it can be.
-        grace = setTimeout(() => child.proc.kill('SIGKILL'), this.options.cancelGraceMs ?? CANCEL_GRACE_MS);
+        grace = setTimeout(() => child.proc.kill('SIGKILL'), CANCEL_GRACE_MS);
       };
       const done = () => {
         clearTimeout(grace);
