@@ -6,7 +6,7 @@
  * engines only load and score.
  *
  *   input -> parseGuardInput -> buildContext -> planCheck -> [verdict without the model]
- *                                                     \-> Scorer.score (deadline) -> judge -> verdict
+ *                                                     \-> cutLongTexts -> Scorer.score (deadline) -> judge -> verdict
  *                                        any failure on the way -> judgeFailure (the policy) -> verdict
  */
 import { buildContext, isPrivilegedTool, type StructuredContext } from './context.js';
@@ -15,7 +15,8 @@ import { createLocalRedactor, runDefense, type DefenseResult, type SanitizeReque
 import { DisposedError, isEdgeArmorError } from './errors.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardStatus } from './guard-api.js';
 import { parseGuardInput } from './guard-input.js';
-import { judge, judgeFailure, planCheck, type CheckPlan } from './judge.js';
+import { judge, judgeFailure, planCheck, type CheckPlan, type CheckScores } from './judge.js';
+import { cutLongTexts, yieldToEventLoop } from './long-texts.js';
 import { applyModelOptions, type ModelOptionsFile } from './model-options.js';
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from './options.js';
 import type { LoadedScorer, Scorer, ScorerSource } from './scorer-port.js';
@@ -33,6 +34,13 @@ export interface LocalGuard extends Guard {
 interface Ready {
   scorer: Scorer;
   options: ResolvedGuardOptions;
+}
+
+/** The scores with the conductor's own cut joined to the scorer's truncation report. */
+function withCut(scores: CheckScores, cutChars: Record<number, number>): CheckScores {
+  if (Object.keys(cutChars).length === 0) return scores;
+  const charsCutBeforeTokenizing = { ...scores.truncation.charsCutBeforeTokenizing, ...cutChars };
+  return { ...scores, truncation: { ...scores.truncation, charsCutBeforeTokenizing } };
 }
 
 function total(xs: ArrayLike<number>): number {
@@ -118,11 +126,13 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     const { scorer, options: judged } = await ready;
     signal.throwIfAborted();
     const tLoaded = now();
-    const request = plan.scoring(scorer.info);
-    const scores = await serial(() => scorer.score({ context, ...request, actionText: resolved.actionText, signal }));
+    // Texts no window could hold are cut now, so planning, the copy to the scorer and the judge handle at most a window's worth of each.
+    const cut = await cutLongTexts(context, scorer.info.maxTextChars, scorer.info.maxContextTokens, signal);
+    const request = plan.scoring(scorer.info, cut.context);
+    const scores = withCut(await serial(() => scorer.score({ context: cut.context, ...request, actionText: resolved.actionText, signal })), cut.cutChars);
     const tScored = now();
     const timings = { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded };
-    const verdict = judge({ context, ...request, scores, options: judged, capabilities: scorer.info, extras: { backend: scorer.info.backend, proxy: scorer.info.model, timings } });
+    const verdict = judge({ context: cut.context, ...request, scores, options: judged, capabilities: scorer.info, extras: { backend: scorer.info.backend, proxy: scorer.info.model, timings } });
     verdict.timings['attributionMs'] = now() - tScored;
     return verdict;
   }
@@ -130,15 +140,19 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
     guardAlive();
     // Invalid input is the caller's bug, not a guard failure: it throws a typed error before any model work.
-    const context = buildContext(parseGuardInput(raw), resolved);
+    // It is read (and copied) now, at the call; the context is built in a task of its own, so a burst of calls does not hold the host's event loop.
+    const input = parseGuardInput(raw);
+    await yieldToEventLoop();
+    const context = buildContext(input, resolved);
     const plan = planCheck(context, resolved);
     if (plan.verdict) return plan.verdict;
     const deadline = startDeadline(resolved.timeoutMs, opts.signal);
     try {
       return await Promise.race([scoreAndJudge(context, plan, deadline.signal), deadline.expired]);
     } catch (error) {
-      // The caller's abort is an answer, not a malfunction; the deadline is a malfunction whatever the engine threw on it.
+      // The caller's abort and dispose are answers, not malfunctions; the deadline is a malfunction whatever the engine threw on it.
       if (opts.signal?.aborted) throw isEdgeArmorError(error) && error.code === 'aborted' ? error : abortedError();
+      if (disposed) throw new DisposedError('The guard was disposed while this check ran.');
       return judgeFailure(deadline.signal.aborted ? deadline.signal.reason : error, context, resolved, status.backend ? { backend: status.backend } : {});
     } finally {
       deadline.clear();

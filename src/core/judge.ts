@@ -49,7 +49,11 @@ export interface ScoringRequestPlan {
 }
 
 /** A check's plan: a verdict that needs no model, or what to score. */
-export type CheckPlan = { verdict: Verdict } | { verdict: null; scoring: (capabilities: ScorerCapabilities) => ScoringRequestPlan };
+/**
+ * A call decided without the model, or how to score it: `scoring` plans the variants of the context as
+ * it will be scored (the planned context with its long texts cut, core/long-texts.ts; the same by default).
+ */
+export type CheckPlan = { verdict: Verdict } | { verdict: null; scoring: (capabilities: ScorerCapabilities, scored?: StructuredContext) => ScoringRequestPlan };
 
 /** Whether the tool-description signals apply to this context under the options. */
 function toolSignalsApply(context: Pick<StructuredContext, 'tools'>, options: Pick<ResolvedGuardOptions, 'toolPoisoning'>): boolean {
@@ -79,9 +83,9 @@ export function planCheck(context: StructuredContext, options: ResolvedGuardOpti
   if (pre) return { verdict: pre };
   return {
     verdict: null,
-    scoring: (capabilities) => ({
-      variants: buildVariants(context, { toolLeaveOneOut: context.tools.length > 0 && options.toolPoisoning.leaveOneOut, groups: options.groupAblation }),
-      withAttention: wantsAttention(context, options, capabilities),
+    scoring: (capabilities, scored = context) => ({
+      variants: buildVariants(scored, { toolLeaveOneOut: scored.tools.length > 0 && options.toolPoisoning.leaveOneOut, groups: options.groupAblation }),
+      withAttention: wantsAttention(scored, options, capabilities),
     }),
   };
 }

@@ -18,6 +18,8 @@ export interface ScorerInfo extends ScorerCapabilities {
   variant: string;
   /** The longest sequence the model takes. */
   maxContextTokens: number;
+  /** UTF-16 code units beyond which no text fits that window whatever its tokens: longer texts are cut before scoring (core/long-texts.ts). */
+  maxTextChars: number;
   /** How the variants of a check are scored; null when a scoring server runs them. */
   scoring: 'prefix' | 'naive' | null;
 }

@@ -4,16 +4,12 @@
  * loop for 42 s under `timeoutMs: 2000`):
  *
  * 1. A non-user message too long for the window whatever its tokens is cut in its middle before
- *    tokenizing, to as much text as the window could ever keep of it: the sentences of the middle
- *    that name the call (core/sentence-cut.ts), then head and tail (the truncation policy keeps
- *    the same); the cut is reported per message in the truncation report.
- *    A user message that long can never fit (user turns are never cut): ContextTooLongError at once.
+ *    tokenizing (core/long-texts.ts; the conductor has normally done it already, before planning).
  * 2. Long texts (message contents, history calls, tool definitions) are tokenized in chunks that
  *    yield to the event loop and stop on the signal; a tool definition only until it is known not to fit.
  */
-import { ContextTooLongError } from '../core/errors.js';
 import type { StructuredContext } from '../core/context.js';
-import { callSnippets, callTerms } from '../core/sentence-cut.js';
+import { cutLongTexts, maxFittingChars, yieldToEventLoop } from '../core/long-texts.js';
 import { callJson, toolDefText } from './chat-format.js';
 import type { ProxyTokenizer } from './tokenizer.js';
 
@@ -53,15 +49,6 @@ export function longestTokenChars(tokenizer: Pick<ProxyTokenizer, 'tokenByteLeng
   return longest;
 }
 
-/**
- * UTF-16 code units beyond which no text fits `budgetTokens` tokens. A token stands for at most
- * `longest` vocabulary characters: bytes for byte-level BPE (a code unit is at least one byte), code
- * points for SentencePiece (a code point is at most two code units), hence the factor 2.
- */
-export function maxFittingChars(budgetTokens: number, longest: number): number {
-  return 2 * budgetTokens * longest;
-}
-
 function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
@@ -76,10 +63,6 @@ function chunkEnd(text: string, start: number): number {
   }
   if (isHighSurrogate(text.charCodeAt(end - 1))) end -= 1;
   return end;
-}
-
-function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
@@ -105,29 +88,9 @@ export async function encodeTextChunked(tokenizer: Pick<ProxyTokenizer, 'encodeT
 
 /** Cuts and pre-tokenizes the long message texts of a call (see the module comment). */
 export async function boundLongTexts(tokenizer: ProxyTokenizer, context: StructuredContext, budgetTokens: number, signal?: AbortSignal): Promise<BoundedCall> {
-  const limit = maxFittingChars(budgetTokens, longestTokenChars(tokenizer));
-  const cutChars: Record<number, number> = {};
-  const terms = callTerms(context.action);
-  const messages = context.messages.map((m, i) => {
-    if (m.content.length <= limit) return m;
-    if (m.role === 'user') {
-      throw new ContextTooLongError(`message ${i} (a user turn, never cut) has ${m.content.length} characters, more than any text that fits the model's ${budgetTokens} tokens`, {
-        messageIndex: i,
-        chars: m.content.length,
-        maxContextTokens: budgetTokens,
-      });
-    }
-    // The sentences that name the call are kept from the middle (up to half the limit), the rest goes to head and tail.
-    const middle = m.content.slice(Math.ceil(limit / 2), m.content.length - Math.floor(limit / 2));
-    const kept = callSnippets(middle, terms, Math.floor(limit / 2)).join('\n');
-    const rest = limit - kept.length;
-    let head = Math.ceil(rest / 2);
-    let tail = m.content.length - Math.floor(rest / 2);
-    if (isHighSurrogate(m.content.charCodeAt(head - 1))) head -= 1;
-    if (isHighSurrogate(m.content.charCodeAt(tail - 1))) tail += 1;
-    cutChars[i] = tail - head - kept.length;
-    return { ...m, content: kept === '' ? m.content.slice(0, head) + m.content.slice(tail) : `${m.content.slice(0, head)}\n${kept}\n${m.content.slice(tail)}` };
-  });
+  // Normally the conductor has cut already (the same cut, so nothing is left to cut here); direct engine callers get it here.
+  const { context: cutContext, cutChars } = await cutLongTexts(context, maxFittingChars(budgetTokens, longestTokenChars(tokenizer)), budgetTokens, signal);
+  const { messages } = cutContext;
   const cache = new Map<string, number[]>();
   const long = (text: string) => text.length >= CHUNKED_TOKENIZE_MIN_CHARS && !cache.has(text);
   for (const m of messages) {
@@ -147,5 +110,5 @@ export async function boundLongTexts(tokenizer: ProxyTokenizer, context: Structu
   throwIfAborted(signal);
   if (cache.size === 0 && Object.keys(cutChars).length === 0) return { context, tokenizer, cutChars };
   const cached: ProxyTokenizer = { ...tokenizer, encodeText: (text) => cache.get(text)?.slice() ?? tokenizer.encodeText(text) };
-  return { context: { ...context, messages }, tokenizer: cached, cutChars };
+  return { context: cutContext, tokenizer: cached, cutChars };
 }

@@ -3,6 +3,7 @@
  * log-probs (and attention rows for the full context) with one batched run of the model.
  */
 import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
+import { maxFittingChars } from '../core/long-texts.js';
 import type { ModelRuntimeOptions, ScoringMode } from '../core/runtime-options.js';
 import type { Scorer, ScoreRequest } from '../core/scorer-port.js';
 import type { BackendName } from '../core/guard-api.js';
@@ -14,7 +15,7 @@ import { createOrtSession, type Backend, type OrtSession } from './ort-session.j
 import { checkPositiveIntegerOption, scoreSequencesShared } from './prefix-scorer.js';
 import { DEFAULT_MAX_BATCH_TOKENS, presentOutputNames, scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
-import { boundLongTexts } from './bounded-text.js';
+import { boundLongTexts, longestTokenChars } from './bounded-text.js';
 
 export type { ActionLayout, ContextLayout, TruncationReport } from './call-encoding.js';
 export type { ScoringMode } from '../core/runtime-options.js';
@@ -67,6 +68,8 @@ export interface EngineInfo {
   variant: string;
   /** The longest sequence the model takes (config.json max_position_embeddings). */
   maxContextTokens: number;
+  /** UTF-16 code units beyond which no text fits `maxContextTokens` whatever its tokens (from the tokenizer's longest token). */
+  maxTextChars: number;
   /** Whether the model exposes attention rows (EdgeArmor's export extension, or the attention adapter). */
   attention: boolean;
   /** Where the attention rows come from: EdgeArmor's export, or the adapter over a standard export. */
@@ -117,7 +120,7 @@ export type SequenceRunner = (
 
 /** The parts a proxy engine is made of; {@link createEngine} and the remote proxy build one each. */
 export interface EngineParts {
-  info: Omit<EngineInfo, 'chatFormat'>;
+  info: Omit<EngineInfo, 'chatFormat' | 'maxTextChars'>;
   tokenizer: ProxyTokenizer;
   /** @defaultValue chatFormatOf(tokenizer) */
   format?: ChatFormat;
@@ -173,7 +176,7 @@ export function engineFromParts(parts: EngineParts): ProxyEngine {
   const runTokens = parts.runTokens ?? parts.run;
   const chatFormat = parts.format ?? chatFormatOf(parts.tokenizer);
   const encode = chatFormat === 'edgearmor' ? encodeSegmentedCall : encodeTemplateCall;
-  const info: EngineInfo = { ...parts.info, chatFormat };
+  const info: EngineInfo = { ...parts.info, chatFormat, maxTextChars: maxFittingChars(parts.info.maxContextTokens, longestTokenChars(parts.tokenizer)) };
   return {
     info,
     tokenizer: parts.tokenizer,
@@ -269,7 +272,7 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   if (attention && source === null) source = 'export';
   if (isFloat16Variant(files.variant)) dims.kvType = 'float16';
   dims.fullLogits = !session.inputNames.includes('num_logits_to_keep');
-  const info: Omit<EngineInfo, 'chatFormat'> = {
+  const info: EngineParts['info'] = {
     model: files.manifest.model,
     backend: options.backend,
     variant: files.variant,
@@ -300,7 +303,7 @@ async function scoreRequest(
   // Long texts are cut to what the window could hold and tokenized in chunks that yield and stop on the signal.
   const bounded = await boundLongTexts(tokenizer, request.context, info.maxContextTokens, request.signal);
   const { context } = bounded;
-  const encoded = encode(bounded.tokenizer, context, request.actionText, info.maxContextTokens);
+  const encoded = await encode(bounded.tokenizer, context, request.actionText, info.maxContextTokens);
   if (Object.keys(bounded.cutChars).length > 0) encoded.truncation.charsCutBeforeTokenizing = bounded.cutChars;
   const { action } = encoded;
   const sequences: ScoreSequence[] = variants.map((v) => ({
