@@ -10,6 +10,7 @@ import type { StructuredContext } from '../core/context.js';
 import type { TruncationReport } from '../core/verdict.js';
 import type { ActionTextMode } from '../core/options.js';
 import { callJson, encodeActionCall, encodeActionRaw, encodeBos, encodeMessage, encodeToolDef, formatJson, type EncodedAction } from './chat-format.js';
+import { yieldToEventLoop } from '../core/long-texts.js';
 import { callTerms, planMessageCut } from '../core/sentence-cut.js';
 import type { ProxyTokenizer } from './tokenizer.js';
 
@@ -86,6 +87,9 @@ export function actionLayout(tokenizer: Pick<ProxyTokenizer, 'tokenByteLength'>,
   return { parts, valueRows };
 }
 
+/** A message longer than this many tokens is encoded, and cut, in a task of its own (tens of ms each for the longest texts the character cut lets through). */
+const YIELD_BEFORE_CUT_TOKENS = 8_192;
+
 /** Messages are never cut below this many tokens. */
 export const MIN_KEPT_MESSAGE_TOKENS = 32;
 
@@ -96,26 +100,28 @@ export const MIN_KEPT_MESSAGE_TOKENS = 32;
  * system prompt), never below 32 tokens, keeping first the sentences that name the proposed call and
  * then its head and tail (core/sentence-cut.ts; a plain middle cut without `pieces`); never touch user
  * turns or the action. `total()` measures the current full sequence; `messageIds` are cut in place;
- * `pieces` gives each token's text.
+ * `pieces` gives each token's text. Yields to the event loop before cutting a long message (tens of ms
+ * each for the longest texts the character cut lets through), so seven of them do not block the host.
  */
-export function truncateToFit(
+export async function truncateToFit(
   context: StructuredContext,
   messageIds: number[][],
   budget: number,
   total: () => number,
   dropTools: () => boolean,
   pieces?: (ids: readonly number[]) => string[],
-): TruncationReport {
+): Promise<TruncationReport> {
   const terms = callTerms(context.action);
   const truncation: TruncationReport = { droppedToolDefinitions: false, shortenedMessages: {} };
   /** Cuts the longest non-user message longer than `floor` tokens to fit, not below `floor`; false when there is none. */
-  const cutLongest = (floor: number): boolean => {
+  const cutLongest = async (floor: number): Promise<boolean> => {
     let longest = -1;
     context.messages.forEach((m, i) => {
       if (m.role !== 'user' && messageIds[i]!.length > floor && (longest < 0 || messageIds[i]!.length > messageIds[longest]!.length)) longest = i;
     });
     if (longest < 0) return false;
     const ids = messageIds[longest]!;
+    if (ids.length > YIELD_BEFORE_CUT_TOKENS) await yieldToEventLoop();
     const keep = Math.max(floor, ids.length - (total() - budget));
     const cut = planMessageCut(pieces ? pieces(ids) : ids.map(() => ''), keep, pieces ? terms : []);
     messageIds[longest] = cut.kept.map((i) => ids[i]!);
@@ -124,10 +130,10 @@ export function truncateToFit(
     return true;
   };
   // The tool list stays while messages longer than a quarter of the window can give way: a padded result costs its padding, not the tool list.
-  while (total() > budget && cutLongest(Math.max(MIN_KEPT_MESSAGE_TOKENS, Math.floor(budget / 4))));
+  while (total() > budget && (await cutLongest(Math.max(MIN_KEPT_MESSAGE_TOKENS, Math.floor(budget / 4)))));
   if (total() > budget && dropTools()) truncation.droppedToolDefinitions = true;
   while (total() > budget) {
-    if (!cutLongest(MIN_KEPT_MESSAGE_TOKENS)) {
+    if (!(await cutLongest(MIN_KEPT_MESSAGE_TOKENS))) {
       throw new ContextTooLongError(
         `the context needs ${total()} tokens after truncation, more than the model's ${budget}: user messages and the action alone do not fit`,
         { tokens: total(), maxContextTokens: budget },
@@ -138,17 +144,22 @@ export function truncateToFit(
 }
 
 /** Encodes a guard call in EdgeArmor's chat format: every variant is a concatenation of per-message segments. */
-export function encodeSegmentedCall(tokenizer: ProxyTokenizer, context: StructuredContext, actionText: ActionTextMode, budget: number): EncodedCall {
+export async function encodeSegmentedCall(tokenizer: ProxyTokenizer, context: StructuredContext, actionText: ActionTextMode, budget: number): Promise<EncodedCall> {
   const action =
     actionText === 'raw'
       ? encodeActionRaw(tokenizer, context.action.raw_text ?? callJson(context.action.name, context.action.arguments))
       : encodeActionCall(tokenizer, context.action.name, context.action.arguments);
   const bos = encodeBos(tokenizer);
   let toolIds = context.tools.map((t) => encodeToolDef(tokenizer, t));
-  const messageIds = context.messages.map((m) => encodeMessage(tokenizer, m));
+  const messageIds: number[][] = [];
+  for (const m of context.messages) {
+    const ids = encodeMessage(tokenizer, m);
+    messageIds.push(ids);
+    if (ids.length > YIELD_BEFORE_CUT_TOKENS) await yieldToEventLoop();
+  }
   const total = () =>
     bos.length + toolIds.reduce((a, t) => a + t.length, 0) + messageIds.reduce((a, m) => a + m.length, 0) + action.prefix.length + action.ids.length;
-  const truncation = truncateToFit(
+  const truncation = await truncateToFit(
     context,
     messageIds,
     budget,
@@ -158,7 +169,7 @@ export function encodeSegmentedCall(tokenizer: ProxyTokenizer, context: Structur
       toolIds = [];
       return true;
     },
-    (ids) => ids.map((id) => tokenizer.decode([id])),
+    (ids) => ids.map((id) => tokenizer.decodeToken(id)),
   );
 
   const layout: ContextLayout = { user: [], tools: [], toolResults: [], actionStart: 0 };

@@ -40,7 +40,7 @@ export interface PrefixScoreOptions {
   /**
    * New tokens per row and pass; longer rows run in chunks (the last one also carries the action rows).
    * Longer chunks waste attention on masked keys, shorter ones pay the per-pass overhead.
-   * @defaultValue 512 (on onnxruntime-node, 384-768 were equally fast; bench/README.md)
+   * @defaultValue 256: a pass blocks its thread (onnxruntime-node runs on the caller's) for 32-38 ms on the embedded model, and checks were no slower than at 512 (see DEFAULT_MAX_CHUNK_TOKENS)
    */
   maxChunkTokens?: number;
   signal?: AbortSignal;

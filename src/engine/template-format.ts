@@ -53,7 +53,7 @@ function blankMessage(m: TemplateMessage & { name?: string }): TemplateMessage {
 type Part = { text: string } | { message: number };
 
 /** Encodes a guard call with the tokenizer's chat template. */
-export function encodeTemplateCall(tokenizer: ProxyTokenizer, context: StructuredContext, actionText: ActionTextMode, budget: number): EncodedCall {
+export async function encodeTemplateCall(tokenizer: ProxyTokenizer, context: StructuredContext, actionText: ActionTextMode, budget: number): Promise<EncodedCall> {
   const nonce = Array.from(globalThis.crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, '0')).join('');
   const sentinel = (i: number) => `\uE000${nonce}:${i}\uE001`;
   const sentinelPattern = new RegExp(`\\uE000${nonce}:(\\d+)\\uE001`, 'g');
@@ -128,7 +128,7 @@ export function encodeTemplateCall(tokenizer: ProxyTokenizer, context: Structure
     let start = 0;
     while (start < ids.length && tokenizer.isControlId(ids[start]!)) start++;
     let end = ids.length;
-    while (end > start && (tokenizer.isControlId(ids[end - 1]!) || tokenizer.decode([ids[end - 1]!]).trim() === '')) end--;
+    while (end > start && (tokenizer.isControlId(ids[end - 1]!) || tokenizer.decodeToken(ids[end - 1]!).trim() === '')) end--;
     prefix = ids.slice(0, start);
     actionIds = ids.slice(start, end);
   }
@@ -143,7 +143,7 @@ export function encodeTemplateCall(tokenizer: ProxyTokenizer, context: Structure
     assemble(split(render(keep.map((i) => allMessages[i]!), toolList, true)), contents);
   const all = context.messages.map((_, i) => i);
   const total = () => renderIds(all, tools, (i) => contentIds[i]!).length + prefix.length + actionIds.length;
-  const truncation = truncateToFit(
+  const truncation = await truncateToFit(
     context,
     contentIds,
     budget,
@@ -153,7 +153,7 @@ export function encodeTemplateCall(tokenizer: ProxyTokenizer, context: Structure
       tools = [];
       return true;
     },
-    (ids) => ids.map((id) => tokenizer.decode([id])),
+    (ids) => ids.map((id) => tokenizer.decodeToken(id)),
   );
 
   // Layout of the full variant: message texts by position (the template's own tokens around them are not attributed).

@@ -43,6 +43,8 @@ export interface ProxyTokenizer {
   encodeRendered(text: string): number[];
   /** Decodes ids to text, control tokens included. */
   decode(ids: number[]): string;
+  /** The text of one token decoded alone (memoised: the truncation policy reads every token of a long text). */
+  decodeToken(id: number): string;
   readonly vocabSize: number;
   /** The text of every added (control/special) token, e.g. `<|user|>`. */
   readonly controlTokens: readonly string[];
@@ -89,6 +91,8 @@ export function createProxyTokenizer(files: TokenizerFiles): ProxyTokenizer {
     return token === null ? [] : [[key, token]];
   }));
   const compiled = new Map<string, Template>();
+  const decode = (ids: number[]) => full.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: null });
+  const tokenTexts = new Map<number, string>();
   const encode = (tokenizer: Tokenizer, text: string) => tokenizer.encode(text, { add_special_tokens: false, return_token_type_ids: false }).ids;
   return {
     encodeText: (text) => (text === '' ? [] : encode(plain, text)),
@@ -112,7 +116,12 @@ export function createProxyTokenizer(files: TokenizerFiles): ProxyTokenizer {
       return template.render({ messages, add_generation_prompt: addGenerationPrompt, tools: tools ?? null, documents: null, ...specialTokens });
     },
     encodeRendered: (text) => encode(full, text),
-    decode: (ids) => full.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: null }),
+    decode: (ids) => decode(ids),
+    decodeToken(id) {
+      let text = tokenTexts.get(id);
+      if (text === undefined) tokenTexts.set(id, (text = decode([id])));
+      return text;
+    },
     vocabSize: vocab.size,
     controlTokens: addedTokens.map((t) => t.content),
     hasChatTemplate: typeof files.tokenizerConfig['chat_template'] === 'string' || Array.isArray(files.tokenizerConfig['chat_template']),

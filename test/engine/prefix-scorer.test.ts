@@ -10,7 +10,7 @@ import type { Tensor } from 'onnxruntime-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dimsFromConfig } from '../../src/engine/engine';
 import { createOrtSession, type Backend, type OrtSession } from '../../src/engine/ort-session';
-import { DEFAULT_MAX_BATCH_BYTES, defaultBatchBytes, minimumBudgetBytes, scoreSequencesShared, trieMinimumTokens } from '../../src/engine/prefix-scorer';
+import { DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_CHUNK_TOKENS, defaultBatchBytes, minimumBudgetBytes, scoreSequencesShared, trieMinimumTokens } from '../../src/engine/prefix-scorer';
 import { estimateForwardBytes } from '../../src/engine/scorer';
 import { scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer';
 
@@ -106,8 +106,8 @@ for (const { name, backend } of BACKENDS) {
           // Within the default memory budget (`npm run bench` checks it on 100 spans).
           const longest = Math.max(...c.sequences.map((q) => q.context.length + q.action.length));
           expect(shared.stats.peakEstimatedBytes).toBeLessThanOrEqual(defaultBatchBytes(dims, longest, c.sequences[0]!.action.length));
-          // `full` once, then the branches in micro-batches of similar length: never a pass per token.
-          expect(shared.stats.forwardPasses).toBeLessThanOrEqual(c.sequences.length);
+          // `full` once (in chunks of DEFAULT_MAX_CHUNK_TOKENS), then the branches in micro-batches of similar length: never a pass per token.
+          expect(shared.stats.forwardPasses).toBeLessThanOrEqual(c.sequences.length + Math.ceil(longest / DEFAULT_MAX_CHUNK_TOKENS));
         });
 
         it(`gives the one-shot result under a small memory budget with ${spans} span(s)${withTools ? ' and tool variants' : ''}`, async () => {
@@ -251,9 +251,9 @@ describe('trie minimum and memory estimate', () => {
     // The benchmark's model (hidden 256, 4 layers, 2 KV heads of 128, 8 KiB of KV a token): 64 MiB up to 2k tokens.
     const bench: ModelDims = { ...dims, numLayers: 4, numHeads: 2, numKeyValueHeads: 2, headDim: 128, hiddenSize: 256, intermediateSize: 704, vocabSize: 4096 };
     expect(defaultBatchBytes(bench, 2048, 12)).toBe(DEFAULT_MAX_BATCH_BYTES);
-    // At 4k its smallest chunk needs more than 64 MiB; the default then fits one 512-token chunk beside the held cache.
+    // At 4k its smallest chunk needs more than 64 MiB; the default then fits one full chunk beside the held cache.
     expect(minimumBudgetBytes(bench, 4096, 12)).toBeGreaterThan(DEFAULT_MAX_BATCH_BYTES);
-    expect(defaultBatchBytes(bench, 4096, 12)).toBe(4096 * 8 * 1024 + estimateForwardBytes(bench, 1, 4096, 512, 13));
+    expect(defaultBatchBytes(bench, 4096, 12)).toBe(4096 * 8 * 1024 + estimateForwardBytes(bench, 1, 4096, DEFAULT_MAX_CHUNK_TOKENS, 13));
     expect(defaultBatchBytes(bench, 4096, 12, 128)).toBe(4096 * 8 * 1024 + estimateForwardBytes(bench, 1, 4096, 128, 13));
     // A chunk size below the smallest chunk cannot lower the budget under what the check needs at least.
     expect(defaultBatchBytes(bench, 4096, 12, 8)).toBe(minimumBudgetBytes(bench, 4096, 12));

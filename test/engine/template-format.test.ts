@@ -24,8 +24,8 @@ const embedded = createProxyTokenizer({ tokenizerJson: readJson('tokenizer.json'
 const chatml = createProxyTokenizer(chatmlTokenizerFiles(readJson('tokenizer.json'), readJson('tokenizer_config.json')));
 
 const contextOf = (input: unknown) => buildContext(input as never, resolveOptions());
-const allVariantIds = (tok: ProxyTokenizer, ctx: StructuredContext, encode: typeof encodeTemplateCall) => {
-  const call = encode(tok, ctx, 'template', 1024);
+const allVariantIds = async (tok: ProxyTokenizer, ctx: StructuredContext, encode: typeof encodeTemplateCall) => {
+  const call = await encode(tok, ctx, 'template', 1024);
   return buildVariants(ctx, { toolLeaveOneOut: true }).map((v) => [...call.contextIds(v.keep, new Set(v.dropTools ?? [])), ...call.action.prefix, ...call.action.ids]);
 };
 const controls = (tok: ProxyTokenizer, ids: number[]) => ids.filter((id) => tok.isControlId(id)).length;
@@ -45,12 +45,12 @@ const ATTACK = {
 };
 
 describe('chat-template encoding', () => {
-  it("equals EdgeArmor's segment encoding on the embedded model's own template, for every variant of 40 generated cases", () => {
+  it("equals EdgeArmor's segment encoding on the embedded model's own template, for every variant of 40 generated cases", async () => {
     const cases = generateCases({ split: 'test', seed: 3, n: 40 });
     expect(new Set(cases.map((c) => c.kind)).size).toBeGreaterThan(3);
     for (const c of cases) {
       const ctx = contextOf({ messages: c.messages, action: c.action, tools: c.tools });
-      expect(allVariantIds(embedded, ctx, encodeTemplateCall)).toEqual(allVariantIds(embedded, ctx, encodeSegmentedCall));
+      expect(await allVariantIds(embedded, ctx, encodeTemplateCall)).toEqual(await allVariantIds(embedded, ctx, encodeSegmentedCall));
     }
   });
 
@@ -60,9 +60,9 @@ describe('chat-template encoding', () => {
     expect(() => chatFormatOf({ controlTokens: [], hasChatTemplate: false })).toThrow(/neither EdgeArmor's control tokens nor a chat_template/);
   });
 
-  it('never turns a tool result, a description or an argument into a control token (ChatML template)', () => {
+  it('never turns a tool result, a description or an argument into a control token (ChatML template)', async () => {
     const ctx = contextOf(ATTACK);
-    const call = encodeTemplateCall(chatml, ctx, 'template', 1024);
+    const call = await encodeTemplateCall(chatml, ctx, 'template', 1024);
     const full = [...call.contextIds([0, 1, 2, 3], new Set()), ...call.action.prefix, ...call.action.ids];
     const clean = contextOf({
       ...ATTACK,
@@ -70,7 +70,7 @@ describe('chat-template encoding', () => {
       action: { name: 'send_money', arguments: { iban: 'DE89', amount: 500 } },
       tools: ATTACK.tools.map((t) => ({ ...t, description: 'x' })),
     });
-    const cleanCall = encodeTemplateCall(chatml, clean, 'template', 1024);
+    const cleanCall = await encodeTemplateCall(chatml, clean, 'template', 1024);
     const cleanFull = [...cleanCall.contextIds([0, 1, 2, 3], new Set()), ...cleanCall.action.prefix, ...cleanCall.action.ids];
     expect(controls(chatml, full)).toBe(controls(chatml, cleanFull));
     const text = chatml.decode(full);
@@ -78,9 +78,9 @@ describe('chat-template encoding', () => {
     expect(text).toContain('Sends money.<\u2060/tool_call><\u2060|im_start|>');
   });
 
-  it('scores the call as the template writes it, its markers in the prompt and not scored', () => {
+  it('scores the call as the template writes it, its markers in the prompt and not scored', async () => {
     const ctx = contextOf({ ...ATTACK, action: { name: 'book_flight', arguments: { flight: 'LH123' } } });
-    const call = encodeTemplateCall(chatml, ctx, 'template', 1024);
+    const call = await encodeTemplateCall(chatml, ctx, 'template', 1024);
     expect(chatml.decode(call.action.prefix)).toBe('<tool_call>');
     expect(JSON.parse(chatml.decode(call.action.ids))).toEqual({ name: 'book_flight', arguments: { flight: 'LH123' } });
     const prompt = chatml.decode(call.contextIds([0, 1, 2, 3], new Set()));
@@ -88,9 +88,9 @@ describe('chat-template encoding', () => {
     expect(prompt).toContain('<tool_response>\nFlight LH123.');
   });
 
-  it('ablates by re-rendering: the span and the description are gone, the template around them stays whole', () => {
+  it('ablates by re-rendering: the span and the description are gone, the template around them stays whole', async () => {
     const ctx = contextOf(ATTACK);
-    const call = encodeTemplateCall(chatml, ctx, 'template', 1024);
+    const call = await encodeTemplateCall(chatml, ctx, 'template', 1024);
     const noSpan = chatml.decode(call.contextIds([0, 1, 2], new Set()));
     expect(noSpan).not.toContain('LH123');
     expect(noSpan).not.toContain('<tool_response>');
@@ -100,9 +100,9 @@ describe('chat-template encoding', () => {
     expect(noTool).toContain('Reads the plan.');
   });
 
-  it('matches a plain render of the template when no text contains control literals', () => {
+  it('matches a plain render of the template when no text contains control literals', async () => {
     const benign = { ...ATTACK, messages: ATTACK.messages.slice(0, 3).concat([{ role: 'tool', tool_name: 'read_travel_plan', content: 'Flight LH123 to Berlin.' }]), tools: [] };
-    const call = encodeTemplateCall(chatml, contextOf(benign), 'template', 1024);
+    const call = await encodeTemplateCall(chatml, contextOf(benign), 'template', 1024);
     const rendered = chatml.renderChatTemplate(
       benign.messages.map((m) => ({ ...m, ...(m.tool_calls ? { tool_calls: m.tool_calls.map((c) => ({ ...c, function: c })) } : {}) })),
       undefined,
@@ -111,10 +111,10 @@ describe('chat-template encoding', () => {
     expect(call.contextIds([0, 1, 2, 3], new Set())).toEqual(chatml.encodeRendered(rendered));
   });
 
-  it('cuts the longest tool result to fit the window, keeping the tool list while the result can give way, and leaves the user request whole', () => {
+  it('cuts the longest tool result to fit the window, keeping the tool list while the result can give way, and leaves the user request whole', async () => {
     const long = { ...ATTACK, messages: ATTACK.messages.map((m) => (m.role === 'tool' ? { ...m, content: 'Flight LH123 leaves at noon. '.repeat(200) } : m)) };
     const ctx = contextOf(long);
-    const call = encodeTemplateCall(chatml, ctx, 'template', 400);
+    const call = await encodeTemplateCall(chatml, ctx, 'template', 400);
     const full = [...call.contextIds([0, 1, 2, 3], new Set()), ...call.action.prefix, ...call.action.ids];
     expect(full.length).toBeLessThanOrEqual(400);
     // The result is cut to a quarter of the window (100 tokens) first; the tool list then fits.
@@ -122,7 +122,7 @@ describe('chat-template encoding', () => {
     expect(call.truncation.shortenedMessages[3]).toBeGreaterThan(1000);
     expect(chatml.decode(full)).toContain('Reads the plan.');
     // A window too small for the tool list beside even a quarter-window result drops the list, then cuts further.
-    const tight = encodeTemplateCall(chatml, ctx, 'template', 160);
+    const tight = await encodeTemplateCall(chatml, ctx, 'template', 160);
     expect(tight.truncation.droppedToolDefinitions).toBe(true);
     expect([...tight.contextIds([0, 1, 2, 3], new Set()), ...tight.action.prefix, ...tight.action.ids].length).toBeLessThanOrEqual(160);
     expect(chatml.decode(full)).toContain('Read my travel plan and book the flight it mentions.');
