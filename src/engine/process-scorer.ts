@@ -9,7 +9,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { OrtBackend } from '../core/backend-plan.js';
-import { deserializeError, WorkerCrashedError, type WireError } from '../core/errors.js';
+import { deserializeError, DisposedError, WorkerCrashedError, type WireError } from '../core/errors.js';
 import type { GuardProgress } from '../core/guard-api.js';
 import type { CheckScores } from '../core/judge.js';
 import type { ModelOptionsFile } from '../core/model-options.js';
@@ -45,11 +45,20 @@ export interface ProcessScorerOptions {
 
 const CANCEL_GRACE_MS = 2_000;
 
-/** The child's script: the built .js beside this module, or the .ts source under tsx (tests, `npm run` scripts). */
+/**
+ * The child's script: the built .js beside this module, or the .ts source under tsx (tests, `npm run`
+ * scripts). A bundler that inlined EdgeArmor into an app's bundle leaves it behind: that is a child
+ * that cannot start, and the guard falls back with this reason.
+ */
 function childEntry(): { file: string; execArgv: string[] } {
   const js = fileURLToPath(new URL('./process-child.js', import.meta.url));
   if (existsSync(js)) return { file: js, execArgv: [] };
-  return { file: fileURLToPath(new URL('./process-child.ts', import.meta.url)), execArgv: ['--import', 'tsx'] };
+  const ts = fileURLToPath(new URL('./process-child.ts', import.meta.url));
+  if (existsSync(ts)) return { file: ts, execArgv: ['--import', 'tsx'] };
+  throw new WorkerCrashedError(
+    `The scoring process could not be started (its script ${js} is missing: a bundle that inlined edgearmor leaves it behind; keep edgearmor external to the bundle)`,
+    { reason: 'spawn' },
+  );
 }
 
 interface Pending {
@@ -136,6 +145,7 @@ class ProcessScorer implements Scorer {
 
   /** The live child, a new one (loaded again) when the last one died. */
   private async live(): Promise<Child> {
+    if (this.disposed) throw new DisposedError('The scoring process was disposed with its guard.');
     if (this.child.dead) {
       this.child = startChild(this.options);
       await this.child.loaded;

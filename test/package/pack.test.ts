@@ -106,6 +106,30 @@ export async function blocked(page: PageLike): Promise<Verdict> { await startGua
     expect(result).toBe('');
   });
 
+  it("falls back to wasm, saying why, when a bundler inlined edgearmor and left isolation: 'process''s child script behind", () => {
+    // An app bundled for Node with edgearmor inlined (Vite's SSR build; onnxruntime stays external, as native packages do).
+    const modelDir = join(dir, 'node_modules/edgearmor/public/models/edgearmor-proxy');
+    writeFileSync(
+      join(dir, 'server.mjs'),
+      `import { createNodeGuard } from 'edgearmor/node';
+      const guard = createNodeGuard({ modelDir: ${JSON.stringify(modelDir)}, isolation: 'process' });
+      const status = await guard.ready;
+      const verdict = await guard.check({ messages: [{ role: 'user', content: 'Pay my bill.' }, { role: 'tool', tool_name: 'read_bill', content: 'PowerCo: 80 EUR.' }], action: { name: 'send_money', arguments: { to: 'PowerCo', amount: 80 } } });
+      console.log(JSON.stringify({ backend: status.backend, fallbackReason: status.fallbackReason, reason: verdict.reason }));
+      await guard.dispose();`,
+    );
+    writeFileSync(
+      join(dir, 'bundle.config.mjs'),
+      `export default { logLevel: 'error', build: { ssr: 'server.mjs', outDir: 'bundle', rollupOptions: { external: [/^onnxruntime-/] } }, ssr: { noExternal: ['edgearmor'] } };`,
+    );
+    execFileSync(process.execPath, [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'bundle.config.mjs'], { cwd: dir, stdio: 'pipe' });
+    const run = spawnSync(process.execPath, ['bundle/server.js'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    expect(run.status, run.stderr).toBe(0);
+    const out = JSON.parse(run.stdout.trim().split('\n').pop()!) as { backend: string; fallbackReason: string; reason: string };
+    expect(out).toMatchObject({ backend: 'wasm', reason: 'model' });
+    expect(out.fallbackReason).toMatch(/^isolation 'process': The scoring process could not be started \(its script .*process-child\.js is missing: a bundle that inlined edgearmor leaves it behind; keep edgearmor external to the bundle\); onnxruntime-web wasm runs in this process instead$/);
+  });
+
   // Last: it breaks the installed copy. The binding really removed, as where its install failed or it does not load.
   it("checks on wasm, saying why, when onnxruntime-node's native binding is gone from the install", () => {
     rmSync(join(dir, 'node_modules/onnxruntime-node/bin'), { recursive: true, force: true });
