@@ -5,6 +5,10 @@
  * then `--reps` rounds are timed, and the median of the per-check times is reported with its ratio to
  * onnxruntime-node in process.
  *
+ * Each guard also reports the host's longest event-loop stall (bench/stall.ts): over its timed checks,
+ * and for one check on the largest input the limits allow (seven tool results of 999,000 CJK characters),
+ * the goal being under 100 ms.
+ *
  * `npx tsx bench/guards.ts [--cases K] [--reps N]` (defaults 20 and 3); `npm run bench` runs it after the
  * scoring table. Writes bench/results/<date>-guards.json.
  */
@@ -16,6 +20,7 @@ import { createGuard } from '../src/client/create-guard.js';
 import type { Guard } from '../src/core/guard-api.js';
 import { createNodeGuard } from '../src/node.js';
 import { generateCase } from '../src/scenarios/index.js';
+import { startStallMeter } from './stall.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const MODEL_DIR = `${ROOT}public/models/edgearmor-proxy`;
@@ -38,6 +43,38 @@ export interface GuardBenchRow {
   backend: string | null;
   median_ms: number;
   ratio_vs_in_process_node: number;
+  /** The longest event-loop stall over the timed checks. */
+  stall_ms: number;
+  /** The longest event-loop stall during one check on the largest input within the limits. */
+  largest_input_stall_ms: number;
+}
+
+/** Deterministic CJK text (a linear congruential sequence over the unified ideographs). */
+function cjk(length: number, seed: number): string {
+  const codes = new Uint16Array(length);
+  let x = seed;
+  for (let i = 0; i < length; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    codes[i] = 0x4e00 + (x % 20_000);
+  }
+  return new TextDecoder('utf-16le').decode(codes);
+}
+
+/** The largest input within the documented limits: seven tool results of 999,000 characters. */
+function largestInput() {
+  const messages: Array<Record<string, unknown>> = [{ role: 'user', content: 'Summarise my documents, then pay the invoice they mention.' }];
+  for (let i = 0; i < 7; i++) {
+    messages.push({ role: 'assistant', content: '', tool_calls: [{ name: 'read_doc', arguments: { i } }] }, { role: 'tool', tool_name: 'read_doc', content: cjk(999_000, i + 1) });
+  }
+  return { messages, action: { name: 'send_money', arguments: { iban: 'DE89370400440532013000', amount: 5 } } };
+}
+
+/** Runs `fn` and returns the host's longest event-loop stall meanwhile (and a little after, for a block at its end). */
+async function stallOf(fn: () => Promise<unknown>): Promise<number> {
+  const meter = startStallMeter();
+  await fn();
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  return Math.round(meter.stop());
 }
 
 const median = (xs: number[]) => {
@@ -58,17 +95,31 @@ export async function benchGuards(caseCount: number, reps: number): Promise<Guar
       const status = await guard.ready;
       for (const input of inputs) await guard.check(input); // warm-up round
       const times: number[] = [];
-      for (let r = 0; r < reps; r++) {
-        for (const input of inputs) {
-          const t0 = performance.now();
-          const verdict = await guard.check(input);
-          times.push(performance.now() - t0);
-          if (verdict.reason === 'failure-policy') throw new Error(`${name}: a check failed (${verdict.error?.code}: ${verdict.error?.message})`);
+      const stall = await stallOf(async () => {
+        for (let r = 0; r < reps; r++) {
+          for (const input of inputs) {
+            const t0 = performance.now();
+            const verdict = await guard.check(input);
+            times.push(performance.now() - t0);
+            if (verdict.reason === 'failure-policy') throw new Error(`${name}: a check failed (${verdict.error?.code}: ${verdict.error?.message})`);
+          }
         }
-      }
+      });
+      const largest = largestInput();
+      const largestStall = await stallOf(async () => {
+        const verdict = await guard.check(largest);
+        if (verdict.reason === 'failure-policy') throw new Error(`${name}: the largest input failed (${verdict.error?.code}: ${verdict.error?.message})`);
+      });
       const ms = median(times);
-      rows.push({ guard: name, backend: status.backend, median_ms: Math.round(ms * 10) / 10, ratio_vs_in_process_node: rows.length === 0 ? 1 : Math.round((ms / rows[0]!.median_ms) * 100) / 100 });
-      process.stderr.write(`${name}: median ${ms.toFixed(1)} ms over ${times.length} checks\n`);
+      rows.push({
+        guard: name,
+        backend: status.backend,
+        median_ms: Math.round(ms * 10) / 10,
+        ratio_vs_in_process_node: rows.length === 0 ? 1 : Math.round((ms / rows[0]!.median_ms) * 100) / 100,
+        stall_ms: stall,
+        largest_input_stall_ms: largestStall,
+      });
+      process.stderr.write(`${name}: median ${ms.toFixed(1)} ms over ${times.length} checks; stall ${stall} ms, ${largestStall} ms on the largest input\n`);
     } finally {
       await guard.dispose();
     }
@@ -78,7 +129,11 @@ export async function benchGuards(caseCount: number, reps: number): Promise<Guar
 
 /** The rows as a table. */
 export function guardsTable(rows: readonly GuardBenchRow[]): string {
-  return ['| guard | backend | median ms / check | vs in process (node) |', '| --- | --- | --- | --- |', ...rows.map((r) => `| ${r.guard} | ${r.backend} | ${r.median_ms} | ${r.ratio_vs_in_process_node}x |`)].join('\n');
+  return [
+    '| guard | backend | median ms / check | vs in process (node) | longest stall, ms | longest stall, largest input, ms |',
+    '| --- | --- | --- | --- | --- | --- |',
+    ...rows.map((r) => `| ${r.guard} | ${r.backend} | ${r.median_ms} | ${r.ratio_vs_in_process_node}x | ${r.stall_ms} | ${r.largest_input_stall_ms} |`),
+  ].join('\n');
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
