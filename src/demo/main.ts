@@ -79,7 +79,8 @@ function showStatus(status: GuardStatus): void {
   const name = status.backend === 'webgpu' ? 'WebGPU' : status.backend === 'wasm' ? 'WASM' : (status.backend ?? '—');
   $('backend').replaceChildren(
     h('strong', { id: 'backend-name' }, name),
-    ...(status.fallbackReason ? [h('span', {}, ` — not WebGPU because ${status.fallbackReason}`)] : []),
+    // The reason names what was skipped and why ("WebGPU: navigator.gpu is undefined"): said once.
+    ...(status.fallbackReason ? [h('span', {}, ` — ${status.fallbackReason}`)] : []),
   );
 }
 
