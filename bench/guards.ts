@@ -20,6 +20,7 @@ import { createGuard } from '../src/client/create-guard.js';
 import type { Guard } from '../src/core/guard-api.js';
 import { createNodeGuard } from '../src/node.js';
 import { generateCase } from '../src/scenarios/index.js';
+import { largestInput } from './largest-input.js';
 import { startStallMeter } from './stall.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -47,26 +48,6 @@ export interface GuardBenchRow {
   stall_ms: number;
   /** The longest event-loop stall during one check on the largest input within the limits. */
   largest_input_stall_ms: number;
-}
-
-/** Deterministic CJK text (a linear congruential sequence over the unified ideographs). */
-function cjk(length: number, seed: number): string {
-  const codes = new Uint16Array(length);
-  let x = seed;
-  for (let i = 0; i < length; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    codes[i] = 0x4e00 + (x % 20_000);
-  }
-  return new TextDecoder('utf-16le').decode(codes);
-}
-
-/** The largest input within the documented limits: seven tool results of 999,000 characters. */
-function largestInput() {
-  const messages: Array<Record<string, unknown>> = [{ role: 'user', content: 'Summarise my documents, then pay the invoice they mention.' }];
-  for (let i = 0; i < 7; i++) {
-    messages.push({ role: 'assistant', content: '', tool_calls: [{ name: 'read_doc', arguments: { i } }] }, { role: 'tool', tool_name: 'read_doc', content: cjk(999_000, i + 1) });
-  }
-  return { messages, action: { name: 'send_money', arguments: { iban: 'DE89370400440532013000', amount: 5 } } };
 }
 
 /** Runs `fn` and returns the host's longest event-loop stall meanwhile (and a little after, for a block at its end). */

@@ -21,8 +21,12 @@
  *
  * --guard process runs it all on createNodeGuard's isolation: the core's conductor over onnxruntime-node in a
  * child process (the fault is then a SIGKILL of that process, and memory samples add the child's RSS).
+ * --guard node runs it on the in-process guard (createNodeGuard, onnxruntime-node on the host's thread); its
+ * faults are aborts only, since a native crash there is the host's (the reason isolation exists).
+ * Last, one check on the largest input within the limits (seven 999,000-character tool results) reports its
+ * own longest stall: the goal is under 100 ms for any input.
  *
- * Flags: --guard worker|process (default worker), --sequential N (default 5000), --concurrent C (default 200), --cases K (default 40),
+ * Flags: --guard worker|process|node (default worker), --sequential N (default 5000), --concurrent C (default 200), --cases K (default 40),
  * --faults F (default 200), --fault-timeout-ms T (default 10000: above a wasm check on the embedded model), --seed S (default 22),
  * --out FILE (default eval/results/soak-<date>.json). Exit status 1 when any check fails.
  */
@@ -37,6 +41,8 @@ import { createConductor, type LocalGuard } from '../src/core/conductor.js';
 import { loadProcessScorer } from '../src/engine/process-scorer.js';
 import type { Verdict } from '../src/core/verdict.js';
 import { generateCase } from '../src/scenarios/index.js';
+import { createNodeGuard } from '../src/node.js';
+import { largestInput } from './largest-input.js';
 import { startStallMeter } from './stall.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -77,8 +83,9 @@ const N_CONC = positiveInt('concurrent', values.concurrent);
 const K = positiveInt('cases', values.cases);
 const N_FAULTS = positiveInt('faults', values.faults);
 const FAULT_TIMEOUT_MS = positiveInt('fault-timeout-ms', values['fault-timeout-ms']);
-if (values.guard !== 'worker' && values.guard !== 'process') throw new RangeError(`--guard: received ${JSON.stringify(values.guard)}; allowed: worker, process`);
-const GUARD_KIND = values.guard;
+const GUARD_KINDS = ['worker', 'process', 'node'] as const;
+if (!(GUARD_KINDS as readonly string[]).includes(values.guard)) throw new RangeError(`--guard: received ${JSON.stringify(values.guard)}; allowed: ${GUARD_KINDS.join(', ')}`);
+const GUARD_KIND = values.guard as (typeof GUARD_KINDS)[number];
 let seed = positiveInt('seed', values.seed);
 /** Seeded uniform [0, 1) (mulberry32), so a failing fault sequence can be replayed. */
 const random = () => {
@@ -118,9 +125,10 @@ function processRssMb(pid: number): number | null {
   }
 }
 
-/** The guard under soak: the worker guard, or the conductor over the child-process scorer. */
+/** The guard under soak: the worker guard, the in-process guard, or the conductor over the child-process scorer. */
 function makeGuard(timeoutMs: number, worker: () => Worker): Pick<LocalGuard, 'ready' | 'check' | 'dispose'> {
   if (GUARD_KIND === 'worker') return createGuard({ worker, modelDir: MODEL_DIR, backend: 'node', timeoutMs });
+  if (GUARD_KIND === 'node') return createNodeGuard({ modelDir: MODEL_DIR, backend: 'node', timeoutMs });
   return createConductor(
     { timeoutMs },
     { load: () => loadProcessScorer({ location: { modelDir: MODEL_DIR }, runtime: {}, backends: ['node'], onScoreSent: (pid) => void (childPids.at(-1) !== pid && childPids.push(pid)) }) },
@@ -217,7 +225,8 @@ try {
     faultMemory.push(sample(0));
     for (let i = 0; i < N_FAULTS; i++) {
       const k = i % K;
-      const fault = random() < 0.4 ? 'kill' : random() < 0.5 ? 'abort' : 'none';
+      const drawn = random() < 0.4 ? 'kill' : random() < 0.5 ? 'abort' : 'none';
+      const fault = drawn === 'kill' && GUARD_KIND === 'node' ? 'abort' : drawn;
       faultCounts[fault] += 1;
       const controller = new AbortController();
       const answer = timed('faults', faultGuard.check(cases[k]!.input, { signal: controller.signal })).then(
@@ -261,6 +270,12 @@ try {
   const faultSeconds = (performance.now() - tFaults) / 1000;
   memory.push(sample(N_SEQ + N_CONC + N_FAULTS));
   const longestGapMs = stallMeter.stop();
+  // The largest input within the limits, alone, with its own stall meter.
+  const largestMeter = startStallMeter();
+  const largest = await guard.check(largestInput());
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const largestStallMs = Math.round(largestMeter.stop());
+  if (largest.reason !== 'model') failures.push({ phase: 'largest input', index: 0, case: 'largest', problem: `reason ${largest.reason}${largest.error ? ` (${largest.error.code})` : ''}` });
   loopDelay.disable();
   const worst = (xs: number[]) => (xs.length ? Math.round(Math.max(...xs)) : null);
   const worstFaultMs = worst(answerMs['faults']!);
@@ -292,6 +307,7 @@ try {
     faults: { checks: N_FAULTS, seconds: faultSeconds, timeout_ms: FAULT_TIMEOUT_MS, seed: Number(values.seed), ...faultCounts },
     answer_times: answerTimes,
     longest_event_loop_stall_ms: longestStallMs,
+    largest_input: { results: 7, chars_each: 999_000, longest_event_loop_stall_ms: largestStallMs, timings: largest.timings },
     host_alive: true,
     answered: N_SEQ + N_CONC + N_FAULTS - failures.filter((f) => f.phase !== 'reference' && f.problem.startsWith('rejected')).length,
     failures,
@@ -314,7 +330,7 @@ try {
       `sequential ${report.sequential.checks_per_second.toFixed(2)} checks/s, ${N_CONC} concurrent in ${concSeconds.toFixed(1)} s; ` +
       `RSS +${rssGrowth.toFixed(1)} MB, heap +${heapGrowth.toFixed(1)} MB after ${base.checks} checks, in the fault phase RSS +${faultRssGrowth.toFixed(1)} MB, heap +${faultHeapGrowth.toFixed(1)} MB (bounds ${RSS_GROWTH_BOUND_MB} / ${HEAP_GROWTH_BOUND_MB} MB); ` +
       `${N_FAULTS} fault checks (${faultCounts.kill} kills, ${faultCounts.abort} aborts): worst answer ${worstFaultMs} ms against timeoutMs ${FAULT_TIMEOUT_MS}; ` +
-      `longest event-loop stall ${longestStallMs} ms; host alive; ${outFile}`,
+      `longest event-loop stall ${longestStallMs} ms, ${largestStallMs} ms on the largest input; host alive; ${outFile}`,
   );
   for (const f of failures.slice(0, 10)) console.log(`  ${f.phase} #${f.index} ${f.case}: ${f.problem}`);
   process.exitCode = report.ok ? 0 : 1;
