@@ -25,6 +25,8 @@ embedded proxy model and prints the verdict with its log-probs and normalised de
 options:
   --json                     one JSON object per case (JSON Lines)
   --explain                  a short plain-language reason per case (with --json: an "explanation" field)
+  --exit-code                exit with status 3 when any call is blocked (for scripts; with standard output
+                             closed, as with > /dev/null, the status is the only answer)
   --model <dir>              a model directory (default: the embedded model)
   --variant <q4|fp32|fp16|q4f16>  model file variant (default q4)
   --config <file>            options file (default ./edgearmor.config.json when present)
@@ -49,6 +51,9 @@ export { VERDICT_RECORD_SCHEMA_VERSION, verdictRecord, type VerdictRecord } from
 
 export { explainVerdict, verdictTable } from './report.js';
 
+/** `check --exit-code`: the status when any call was blocked (2 is bad usage, 1 a failure). */
+const EXIT_BLOCKED = 3;
+
 async function check(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: withNegativeNumbers(args),
@@ -56,6 +61,7 @@ async function check(args: string[]): Promise<void> {
     options: {
       json: { type: 'boolean' },
       explain: { type: 'boolean' },
+      'exit-code': { type: 'boolean' },
       ...GUARD_FLAGS,
       help: { type: 'boolean', short: 'h' },
     },
@@ -78,18 +84,21 @@ async function check(args: string[]): Promise<void> {
     process.exit(2);
   }
 
-  // The engine (onnxruntime, transformers.js) loads only after the input has been validated.
+  // The engine (onnxruntime, the tokenizer) loads only after the input has been validated.
   const { createNodeGuard } = await import('../node.js');
   const guard = createNodeGuard({ ...options, ...(values.model ? { modelDir: values.model } : {}), modelVariant: variant, ...(remoteProxy ? { remoteProxy } : {}), ...(chatTemplate !== undefined ? { chatTemplate } : {}) });
   const status = await guard.ready;
   // On stderr, so --json output stays one record per line.
   if (status.modelOptions) process.stderr.write(`edgearmor: ${modelOptionsLine(status.modelOptions)}\n`);
+  let blocked = 0;
   for (const c of cases) {
     const verdict = await guard.check(c.input);
+    if (verdict.decision === 'block') blocked += 1;
     const record = values.json ? { ...verdictRecord(c.id, verdict), ...(values.explain ? { explanation: explainVerdict(c.input, verdict) } : {}) } : null;
     process.stdout.write(record ? `${JSON.stringify(record)}\n` : verdictTable(c.id, c.input, verdict, { explain: values.explain === true }));
   }
   await guard.dispose();
+  if (values['exit-code'] === true && blocked > 0) process.exitCode = EXIT_BLOCKED;
 }
 
 async function writeManifest(args: string[]): Promise<void> {

@@ -107,7 +107,7 @@ export async function evalCommand(args: string[]): Promise<void> {
   const date = new Date().toISOString().slice(0, 10);
   const outDir = values.out ?? join('eval', 'results', date);
 
-  // The engine (onnxruntime, transformers.js) loads only after the input has been validated.
+  // The engine (onnxruntime, the tokenizer) loads only after the input has been validated.
   const { createNodeGuard, embeddedModelDir } = await import('../node.js');
   const modelDir = values.model ?? embeddedModelDir();
   const guard = createNodeGuard({ ...options, modelDir, modelVariant: variant, ...(remoteProxy ? { remoteProxy } : {}), ...(chatTemplate !== undefined ? { chatTemplate } : {}) });

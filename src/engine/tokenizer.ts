@@ -37,7 +37,7 @@ export interface ProxyTokenizer {
   isControlId(id: number): boolean;
   /** UTF-8 byte length of a token's text (byte-level BPE: one vocabulary character per byte). */
   tokenByteLength(id: number): number;
-  /** Renders messages with the model's own chat template (transformers.js + @huggingface/jinja). */
+  /** Renders messages with the model's own chat template (@huggingface/jinja, as transformers.js does). */
   renderChatTemplate(messages: TemplateMessage[], tools?: unknown[], addGenerationPrompt?: boolean): string;
   /** Encodes a whole rendered string the way transformers.js does, control tokens included. */
   encodeRendered(text: string): number[];

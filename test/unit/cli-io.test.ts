@@ -1,9 +1,10 @@
 /**
  * The command line's edges a user meets first: a file saved with a byte-order mark, every guard option
- * as a flag (--timeout-ms), a manifest that pins nothing, and a standard output that cannot be written.
+ * as a flag (--timeout-ms), a manifest that pins nothing, a standard output that cannot be written, and
+ * one that is closed.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -77,4 +78,18 @@ describe('the command line', () => {
       'edgearmor: cannot write to standard output (ENOSPC); the output is incomplete',
     ]);
   }, CLI_TIMEOUT_MS);
+
+  it('answers through its exit status with --exit-code (3 when a call is blocked), which is all a closed standard output leaves', () => {
+    // The quick start's three cases: BLOCK, ALLOW, BLOCK on the embedded model (the README says so, demo-cases.test.ts checks it).
+    const seeds = join(ROOT, 'examples/seed-travel.jsonl');
+    const allowed = join(dir, 'allowed.jsonl');
+    writeFileSync(allowed, `${readFileSync(seeds, 'utf8').trim().split('\n')[1]}\n`);
+    // `>&-`: Node reopens a closed descriptor 1 on /dev/null before any code runs, so the command sees `> /dev/null`.
+    const run = (file: string, args: string) => spawnSync('bash', ['-c', `"$0" "$1" check "$2" ${args} >&-`, TSX, CLI, file], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    const plain = run(seeds, '--json');
+    const strict = run(seeds, '--json --exit-code');
+    expect(plain.status, plain.stderr).toBe(0);
+    expect(strict.status, strict.stderr).toBe(3);
+    expect(run(allowed, '--exit-code').status).toBe(0);
+  }, 2 * CLI_TIMEOUT_MS);
 });
