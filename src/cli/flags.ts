@@ -3,8 +3,11 @@
  * options merged from flags, EDGEARMOR_* variables and edgearmor.config.json.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { validateRemoteProxyOptions, type ModelVariant, type RemoteProxyOptions } from '../core/runtime-options.js';
-import { isModelVariant, VARIANT_FILES } from '../engine/model-files.js';
+import { CLIENT_OPTIONS } from '../client/options.js';
+import type { InvalidOptionsError } from '../core/errors.js';
+import type { OptionGroup, OptionLeaf } from '../core/option-schema.js';
+import { RUNTIME_OPTIONS, validateRemoteProxyOptions, validateRuntimeOptions, type ModelVariant, type RemoteProxyOptions } from '../core/runtime-options.js';
+import { NODE_OPTIONS } from '../core/shell-options.js';
 import { GUARD_OPTIONS, mergeOptions, optionEntries, optionsFromEnv, resolveOptions, type GuardOptions } from '../core/options.js';
 import { EXTERNAL_OPTIONS, optionFromText, setOptionAt, textPlaceholder } from '../core/option-sources.js';
 
@@ -34,11 +37,14 @@ export function withNegativeNumbers(args: readonly string[]): string[] {
   return out;
 }
 
-/** The --variant flag: a model variant, q4 when absent. */
+/** The --variant flag: a model variant (RUNTIME_OPTIONS.modelVariant), its default when absent. */
 export function variantFlag(value: string | undefined): ModelVariant {
-  const variant = value ?? 'q4';
-  if (!isModelVariant(variant)) fail(`--variant: received "${variant}"; allowed: ${Object.keys(VARIANT_FILES).join(', ')}`);
-  return variant;
+  if (value === undefined) return RUNTIME_OPTIONS.entries.modelVariant.defaultValue;
+  try {
+    return validateRuntimeOptions({ modelVariant: value }).modelVariant!;
+  } catch (e) {
+    return fail(`--variant: received "${value}"; allowed: ${String((e as InvalidOptionsError).details?.['allowed'])}`);
+  }
 }
 
 /** The guard's options as flags, from the registry (option-registry.ts): the same names and values as EDGEARMOR_* variables. */
@@ -64,17 +70,41 @@ export function optionFlagsUsage(): string {
   }).join('\n');
 }
 
-/** The README's options table, from the registry: every option with its flag and environment variable, default and meaning. */
+/** The README's options tables, from the registry: the guard's options with their flag and environment variable, then the runtime's and the shells'. */
 export function optionsTable(): string {
   const external = new Map(EXTERNAL_OPTIONS.map((o) => [o.path.join('.'), o]));
+  const shown = (leaf: OptionLeaf) => leaf.meta.defaultText ?? `\`${JSON.stringify(leaf.defaultValue)}\``;
+  const meaning = (leaf: OptionLeaf) => leaf.meta.summary.replaceAll('|', '\\|');
   const rows = optionEntries(GUARD_OPTIONS).map(({ path, leaf }) => {
     const name = path.join('.');
     const o = external.get(name);
     const outside = o ? `\`--${o.flag}\`, \`${o.envNames[0]}\`` : '';
-    const shown = leaf.meta.defaultText ?? `\`${JSON.stringify(leaf.defaultValue)}\``;
-    return `| \`${name}\` | ${outside} | ${shown} | ${leaf.meta.summary.replaceAll('|', '\\|')} |`;
+    return `| \`${name}\` | ${outside} | ${shown(leaf)} | ${meaning(leaf)} |`;
   });
-  return ['| option | flag, environment | default | meaning |', '| --- | --- | --- | --- |', ...rows].join('\n');
+  // A declaration two shells share (the backend, the model's location) is one row naming both.
+  const where = new Map<OptionLeaf, { name: string; takers: string[] }>();
+  const take = (declaration: OptionGroup, taker: string) => {
+    for (const { path, leaf } of optionEntries(declaration)) {
+      const row = where.get(leaf) ?? { name: path.join('.'), takers: [] };
+      row.takers.push(taker);
+      where.set(leaf, row);
+    }
+  };
+  take(RUNTIME_OPTIONS, 'both');
+  take(CLIENT_OPTIONS, '`createGuard`');
+  take(NODE_OPTIONS, '`createNodeGuard`');
+  const runtimeRows = [...where].map(([leaf, { name, takers }]) => `| \`${name}\` | ${takers.join(', ')} | ${shown(leaf)} | ${meaning(leaf)} |`);
+  return [
+    '| option | flag, environment | default | meaning |',
+    '| --- | --- | --- | --- |',
+    ...rows,
+    '',
+    'How the model runs and where (the factories\' own options; `both`: createGuard and createNodeGuard):',
+    '',
+    '| option | taken by | default | meaning |',
+    '| --- | --- | --- | --- |',
+    ...runtimeRows,
+  ].join('\n');
 }
 
 /** Help lines of the remote proxy flags, shared by the subcommands' usage texts. */

@@ -16,54 +16,27 @@ import type { DefenseResult } from '../core/defense.js';
 import { deserializeError, serializeError, DisposedError, InvalidInputError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus } from '../core/guard-api.js';
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
-import { splitRuntimeOptions, type BackendPreference, type ModelRuntimeOptions } from '../core/runtime-options.js';
+import { splitRuntimeOptions, type ModelRuntimeOptions } from '../core/runtime-options.js';
+import { validateFactoryOptions } from '../core/shell-options.js';
 import type { Verdict } from '../core/verdict.js';
 import { connectWorker, type WorkerConnection, type WorkerLike } from './endpoint.js';
 import { heartbeatOptions, startHeartbeat } from './heartbeat.js';
+import { CLIENT_OPTIONS, type ClientShellOptions } from './options.js';
 import type { GuardWorkerApi, ModelLocation, WireResult, WorkerInitOptions } from './protocol.js';
 
 export type { WorkerLike } from './endpoint.js';
 
 /** Options of {@link createGuard}: the guard's options, the runtime options (shared with createNodeGuard), and where the worker and the model are. */
-export interface CreateGuardOptions extends GuardOptions, ModelRuntimeOptions {
-  /**
-   * The worker, or a factory for one; only a factory lets the guard restart after a crash.
-   * @defaultValue a module Worker running the package's dist/worker.js (browsers)
-   */
-  worker?: WorkerLike | (() => WorkerLike);
-  /** The model directory's URL (browser); relative URLs resolve against the page. @defaultValue 'models/edgearmor-proxy/' */
-  modelUrl?: string;
-  /** A model directory on disk (Node worker_threads); takes precedence over modelUrl. */
-  modelDir?: string;
-  /** The backend to run on (the same option as createNodeGuard's). @defaultValue 'auto' */
-  backend?: BackendPreference;
-  /** Load progress of every worker start (a restart reports again). */
-  onProgress?: (event: GuardProgress) => void;
-  /**
-   * How long a timed-out or aborted check may take to stop in the worker before the worker is
-   * terminated and restarted (its other in-flight calls are sent to the new worker).
-   * @defaultValue 2000
-   */
-  stuckWorkerGraceMs?: number;
-  /**
-   * While calls are in flight the worker is pinged; one that leaves a ping unanswered this long is
-   * treated as crashed (a browser Worker that dies silently gives no event), its calls get the
-   * failure policy and the next call starts a new worker. Keep it above the longest single
-   * inference run (a wasm run blocks the worker); null turns the heartbeat off.
-   * Pings start once the model has loaded. @defaultValue 15000 for browser Workers; off for Node worker_threads (they report their exit) unless set
-   */
-  heartbeatTimeoutMs?: number | null;
-}
+export interface CreateGuardOptions extends GuardOptions, ModelRuntimeOptions, ClientShellOptions {}
 
 /** The options createGuard keeps on the page side; everything else is the guard's or the runtime's. */
-const CLIENT_OPTION_KEYS = ['worker', 'modelUrl', 'modelDir', 'backend', 'onProgress', 'stuckWorkerGraceMs', 'heartbeatTimeoutMs'] as const satisfies ReadonlyArray<keyof CreateGuardOptions>;
+const CLIENT_OPTION_KEYS = Object.keys(CLIENT_OPTIONS.entries) as Array<keyof ClientShellOptions>;
 
 /** The embedded model's path under the app's public root. */
 export const DEFAULT_MODEL_URL = 'models/edgearmor-proxy/';
 
 // How long dispose() waits for the worker to release its session before terminating it anyway.
 const DISPOSE_GRACE_MS = 2_000;
-const STUCK_WORKER_GRACE_MS = 2_000;
 // A call is sent at most this often: once, and once more to a fresh worker when its worker died under it.
 const MAX_ATTEMPTS = 2;
 // Above a first wasm check on the embedded model (10.4 s in a Node worker thread on 2 busy cores).
@@ -132,12 +105,10 @@ function snapshot<T>(raw: T): T {
 /** Creates a guard backed by a worker running the guard service. */
 export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
   const { worker, backend, onProgress, stuckWorkerGraceMs, heartbeatTimeoutMs } = options;
+  validateFactoryOptions(CLIENT_OPTIONS, options as Record<string, unknown>);
   const { guard: guardOptions, runtime } = splitRuntimeOptions(options, CLIENT_OPTION_KEYS);
   const resolved: ResolvedGuardOptions = resolveOptions(guardOptions);
-  const stuckGraceMs = stuckWorkerGraceMs ?? STUCK_WORKER_GRACE_MS;
-  if (!Number.isFinite(stuckGraceMs) || stuckGraceMs < 0) {
-    throw new InvalidOptionsError(`Invalid option stuckWorkerGraceMs: received ${String(stuckWorkerGraceMs)}; allowed: a finite number of milliseconds >= 0.`, { option: 'stuckWorkerGraceMs' });
-  }
+  const stuckGraceMs = stuckWorkerGraceMs ?? (CLIENT_OPTIONS.entries.stuckWorkerGraceMs.defaultValue as number);
   const heartbeat = heartbeatOptions(heartbeatTimeoutMs, HEARTBEAT_TIMEOUT_MS);
   const init: WorkerInitOptions = { ...runtime, guard: guardOptions, model: modelLocation(options), ...(backend !== undefined ? { backend } : {}) };
   // Fails here, not in the worker, when options cannot be cloned (functions, cycles).

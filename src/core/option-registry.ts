@@ -6,14 +6,12 @@
  */
 import * as v from 'valibot';
 import { MINDGUARD_OPTIONS } from './mindguard/options.js';
-import { group, option, refuse, withDefaults, type OptionsInput, type OptionsResolved } from './option-schema.js';
+import { group, integerFrom, nonBlank, oneOf, option, refuse, withDefaults, type OptionsInput, type OptionsResolved } from './option-schema.js';
 
 const finite = v.pipe(v.number('a finite number'), v.finite('a finite number'));
 const nonNegative = v.pipe(finite, v.minValue(0, 'a number >= 0'));
-const integerFrom = (min: number) => v.pipe(v.number(`an integer >= ${min}`), v.integer(`an integer >= ${min}`), v.minValue(min, `an integer >= ${min}`));
 const flag = v.boolean('true or false');
-const oneOf = <const T extends string>(values: readonly [T, ...T[]]) => v.picklist(values, values.map((a) => `"${a}"`).join(' | '));
-const text = v.pipe(v.string('a non-empty string'), v.check((s: string) => s.trim() !== '', 'a non-empty string'));
+const text = nonBlank();
 /** An integer >= 1, or null for "no limit" / the model's own. */
 const count = v.nullable(integerFrom(1));
 

@@ -78,6 +78,13 @@ export function withDefaults<E extends OptionEntries>(base: OptionGroup<E>, defa
   return { ...base, entries, summary };
 }
 
+/** The schemas options are made of, each with the message that says what it allows. */
+export const integerFrom = (min: number) => v.pipe(v.number(`an integer >= ${min}`), v.integer(`an integer >= ${min}`), v.minValue(min, `an integer >= ${min}`));
+/** One of the given strings (the message lists them). */
+export const oneOf = <const T extends string>(values: readonly [T, ...T[]]) => v.picklist(values, values.map((a) => `"${a}"`).join(' | '));
+/** A string that is not blank, `allowed` naming what it should be. */
+export const nonBlank = (allowed = 'a non-empty string') => v.pipe(v.string(allowed), v.check((s: string) => s.trim() !== '', allowed));
+
 // Messages that are a whole reason ("received an empty list, which would..."), not what is allowed, by the code of their issue.
 const REASONS = new Map<string, OptionIssue['code']>();
 

@@ -2,8 +2,11 @@
  * How the guard runs its model, declared once: createGuard, createNodeGuard, the worker's init message
  * and the in-process guard take these same options under the same names.
  */
+import * as v from 'valibot';
 import { InvalidOptionsError } from './errors.js';
-import type { GuardOptions } from './options.js';
+import { isPlainObject } from './json.js';
+import { compileOptions, group, integerFrom, nonBlank, oneOf, option, type OptionsInput } from './option-schema.js';
+import { invalidOptionsError, type GuardOptions } from './options.js';
 
 /**
  * Backend preference: 'auto' is WebGPU when an adapter exists, else wasm (browser) or onnxruntime-node, else wasm (Node).
@@ -13,7 +16,7 @@ export type BackendPreference = 'auto' | 'webgpu' | 'wasm' | 'node';
 
 
 /** Model precision variants, by file. */
-export type ModelVariant = 'fp32' | 'q4' | 'fp16' | 'q4f16';
+export type ModelVariant = NonNullable<ModelRuntimeOptions['modelVariant']>;
 
 /** manifest.json: every file of a model directory with its SHA-256 and size. */
 export interface ModelManifest {
@@ -21,8 +24,8 @@ export interface ModelManifest {
   files: Record<string, { sha256: string; size: number }>;
 }
 
-/** How the engine runs a check's variants: 'prefix' or 'naive' ({@link ModelRuntimeOptions.scoring}), or 'auto' to pick one by backend. */
-export type ScoringMode = 'auto' | 'prefix' | 'naive';
+/** How the engine runs a check's variants: 'prefix' or 'naive', or 'auto' to pick one by backend (RUNTIME_OPTIONS.scoring). */
+export type ScoringMode = NonNullable<ModelRuntimeOptions['scoring']>;
 
 /** Where the remote proxy runs. Structured-cloneable, so it crosses into the worker as is. */
 export interface RemoteProxyOptions {
@@ -36,88 +39,115 @@ export interface RemoteProxyOptions {
   maxSequencesPerRequest?: number;
 }
 
-/** How the model runs (everything but where it is and which backend): plain data that crosses to the worker. */
-export interface ModelRuntimeOptions {
-  /** wasm threads (onnxruntime-web only). */
-  wasmThreads?: number;
-  /** onnxruntime-web's .wasm location, served by the app itself. */
-  wasmPaths?: string | Record<string, string>;
-  /** Padded tokens per forward pass of the 'naive' scoring path. @defaultValue 8192 on 'naive'; none on 'auto' */
-  maxBatchTokens?: number;
-  /**
-   * 'prefix': compute each shared token prefix of the variants once and branch from its KV cache
-   * (prefix-scorer.ts): the fewest tokens, the right plan on CPUs. 'naive': every variant's full sequence,
-   * batched: the fewest passes, which is what a GPU needs (on an H100 through WebGPU the standard
-   * 2k-token / 3-span check took 96 ms in one batch against 788 ms on the prefix path; bench/README.md).
-   * 'auto': 'naive' on WebGPU, in passes of at most `maxBatchBytes` (estimated), else 'prefix'.
-   * @defaultValue 'auto'
-   */
-  scoring?: ScoringMode;
-  /**
-   * A Jinja chat template to render guard calls with instead of the model's own (e.g. one that writes
-   * tool turns for a model whose template refuses them); implies template rendering. @defaultValue the model's
-   */
-  chatTemplate?: string;
-  /** The precision variant of the model's weights. @defaultValue 'q4' */
-  modelVariant?: ModelVariant;
-  /** The manifest the model's files must match, when their location has none (e.g. a hub model's resolve URL). */
-  modelManifest?: ModelManifest;
-  /**
-   * Score on a vLLM (OpenAI-compatible completions) server instead of on this device. Opt-in: the only
-   * option that makes the guard use the network; the model location then supplies only the tokenizer and
-   * config (a page needs the server to allow its origin: vLLM `--allowed-origins`). @defaultValue undefined
-   */
-  remoteProxy?: RemoteProxyOptions;
-}
+
+/**
+ * How the model runs (everything but where it is): plain data that crosses to the worker, declared once.
+ * createGuard, createNodeGuard and the worker's init message take these options under these names; the
+ * CLI's flags, the EDGEARMOR_* variables and the README's table are made from the same list.
+ */
+export const RUNTIME_OPTIONS = group(
+  {
+    modelVariant: option(oneOf(['q4', 'fp32', 'fp16', 'q4f16']), 'q4', {
+      summary: 'the precision variant of the model files (the embedded model ships q4 and fp32; the CLI: `--variant`)',
+    }),
+    scoring: option(oneOf(['auto', 'prefix', 'naive']), 'auto', {
+      summary:
+        "`prefix` computes each shared token prefix of the variants once (fewest tokens: CPUs); `naive` batches every variant's full sequence (fewest passes: GPUs); `auto` is `naive` on WebGPU, else `prefix`",
+    }),
+    maxBatchTokens: option(integerFrom(1), null, {
+      summary: "padded tokens per forward pass of the `naive` path",
+      defaultText: "8192 on `naive`; none on `auto`",
+    }),
+    wasmThreads: option(integerFrom(1), null, { summary: 'threads of onnxruntime-web wasm', defaultText: "onnxruntime-web's" }),
+    wasmPaths: option(
+      v.custom<string | Record<string, string>>(
+        (x) => (typeof x === 'string' && x !== '') || (isPlainObject(x) && Object.values(x).every((p) => typeof p === 'string')),
+        'a URL prefix, or an object of file name to URL',
+      ),
+      null,
+      { summary: "where onnxruntime-web's .wasm files are served from (browser builds: the app's own copy)", defaultText: 'next to the worker' },
+    ),
+    chatTemplate: option(nonBlank('a Jinja chat template string'), null, {
+      summary: "a Jinja chat template to render guard calls with instead of the model's own; implies template rendering (the CLI: `--chat-template <file>`)",
+      defaultText: "the model's",
+    }),
+    modelManifest: option(
+      v.custom<ModelManifest>((x) => isPlainObject(x) && typeof x['model'] === 'string' && isPlainObject(x['files']), '{ model, files: { <path>: { sha256, size } } }'),
+      null,
+      { summary: "the manifest the model's files must match, where their location has none (a hub model's resolve URL)", defaultText: "the location's manifest.json" },
+    ),
+    remoteProxy: option(
+      v.custom<RemoteProxyOptions>((x) => remoteProxyProblem(x) === null, '{ url, model, apiKey?, maxSequencesPerRequest? }'),
+      null,
+      {
+        summary: 'score on a vLLM (OpenAI-compatible completions) server instead of on this device: the only option that makes the guard use the network (the CLI: `--remote-proxy`, `--remote-model`)',
+        defaultText: 'none (on this device)',
+      },
+    ),
+  },
+  'how the model runs',
+);
+
+/** How the model runs, as callers give it (every option optional; what each means: RUNTIME_OPTIONS). */
+export type ModelRuntimeOptions = OptionsInput<typeof RUNTIME_OPTIONS>;
 
 /** The names of {@link ModelRuntimeOptions}, in one list. */
-export const MODEL_RUNTIME_OPTION_KEYS = Object.freeze([
-  'modelVariant',
-  'modelManifest',
-  'remoteProxy',
-  'wasmThreads',
-  'wasmPaths',
-  'maxBatchTokens',
-  'scoring',
-  'chatTemplate',
-] as const satisfies ReadonlyArray<keyof ModelRuntimeOptions>);
+export const MODEL_RUNTIME_OPTION_KEYS = Object.freeze(Object.keys(RUNTIME_OPTIONS.entries) as Array<keyof ModelRuntimeOptions>);
 
-/** Splits a caller's options into the guard's options and the runtime options, leaving out `ownKeys` (the shell's own) and undefined values; remoteProxy is validated here. */
+const compiledRuntime = compileOptions(RUNTIME_OPTIONS);
+
+/**
+ * Validates the runtime options given (every problem reported at once, as for the guard's options) and
+ * returns them as given: an option left out stays out, so each engine applies its own default.
+ */
+export function validateRuntimeOptions(runtime: Record<string, unknown>): ModelRuntimeOptions {
+  // The remote proxy's problems are worth their own sentence (which field, and what it takes).
+  if (runtime['remoteProxy'] !== undefined) validateRemoteProxyOptions(runtime['remoteProxy']);
+  const result = compiledRuntime.parse(runtime);
+  if (!result.ok) throw invalidOptionsError(result.issues);
+  return runtime as ModelRuntimeOptions;
+}
+
+/** Splits a caller's options into the guard's options and the (validated) runtime options, leaving out `ownKeys` (the shell's own) and undefined values. */
 export function splitRuntimeOptions<O extends GuardOptions & ModelRuntimeOptions>(options: O, ownKeys: readonly (keyof O)[]): { guard: GuardOptions; runtime: ModelRuntimeOptions } {
   const guard: Record<string, unknown> = {};
   const runtime: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(options)) {
     if ((ownKeys as readonly string[]).includes(key)) continue;
     if ((MODEL_RUNTIME_OPTION_KEYS as readonly string[]).includes(key)) {
-      if (value !== undefined) runtime[key] = key === 'remoteProxy' ? validateRemoteProxyOptions(value as RemoteProxyOptions) : value;
+      if (value !== undefined) runtime[key] = value;
     } else {
       guard[key] = value;
     }
   }
-  return { guard: guard as GuardOptions, runtime: runtime as ModelRuntimeOptions };
+  return { guard: guard as GuardOptions, runtime: validateRuntimeOptions(runtime) };
 }
 
 const REMOTE_PROXY_KEYS = ['url', 'model', 'apiKey', 'maxSequencesPerRequest'];
 
-/** Checks remote proxy options; throws InvalidOptionsError naming what was wrong and what is allowed. */
-export function validateRemoteProxyOptions(value: unknown): RemoteProxyOptions {
-  const bad = (what: string, allowed: string): never => {
-    throw new InvalidOptionsError(`Invalid option remoteProxy${what}; allowed: ${allowed}.`, { option: 'remoteProxy' });
-  };
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) bad(`: received ${JSON.stringify(value)}`, '{ url, model, apiKey?, maxSequencesPerRequest? }');
+/** What is wrong with remote proxy options, as `[where, allowed]`, or null when nothing is. */
+function remoteProxyProblem(value: unknown): [string, string] | null {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return [`: received ${JSON.stringify(value)}`, '{ url, model, apiKey?, maxSequencesPerRequest? }'];
   const o = value as Record<string, unknown>;
   const unknown = Object.keys(o).filter((k) => !REMOTE_PROXY_KEYS.includes(k));
-  if (unknown.length > 0) bad(`: unknown key(s) ${unknown.map((k) => `"${k}"`).join(', ')}`, REMOTE_PROXY_KEYS.join(', '));
+  if (unknown.length > 0) return [`: unknown key(s) ${unknown.map((k) => `"${k}"`).join(', ')}`, REMOTE_PROXY_KEYS.join(', ')];
   let url: URL | undefined;
   try {
     url = typeof o['url'] === 'string' ? new URL(o['url']) : undefined;
   } catch {
     url = undefined;
   }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) bad(`.url: received ${JSON.stringify(o['url'])}`, 'an absolute http(s) URL such as "http://gpu-box:8000"');
-  if (typeof o['model'] !== 'string' || o['model'] === '') bad(`.model: received ${JSON.stringify(o['model'])}`, 'the served model name, a non-empty string');
-  if (o['apiKey'] !== undefined && typeof o['apiKey'] !== 'string') bad('.apiKey: received a non-string', 'a string');
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) return [`.url: received ${JSON.stringify(o['url'])}`, 'an absolute http(s) URL such as "http://gpu-box:8000"'];
+  if (typeof o['model'] !== 'string' || o['model'] === '') return [`.model: received ${JSON.stringify(o['model'])}`, 'the served model name, a non-empty string'];
+  if (o['apiKey'] !== undefined && typeof o['apiKey'] !== 'string') return ['.apiKey: received a non-string', 'a string'];
   const max = o['maxSequencesPerRequest'];
-  if (max !== undefined && !(typeof max === 'number' && Number.isInteger(max) && max >= 1)) bad(`.maxSequencesPerRequest: received ${JSON.stringify(max)}`, 'an integer >= 1');
-  return o as unknown as RemoteProxyOptions;
+  if (max !== undefined && !(typeof max === 'number' && Number.isInteger(max) && max >= 1)) return [`.maxSequencesPerRequest: received ${JSON.stringify(max)}`, 'an integer >= 1'];
+  return null;
+}
+
+/** Checks remote proxy options; throws InvalidOptionsError naming what was wrong and what is allowed. */
+export function validateRemoteProxyOptions(value: unknown): RemoteProxyOptions {
+  const problem = remoteProxyProblem(value);
+  if (problem !== null) throw new InvalidOptionsError(`Invalid option remoteProxy${problem[0]}; allowed: ${problem[1]}.`, { option: 'remoteProxy' });
+  return value as RemoteProxyOptions;
 }

@@ -4,7 +4,7 @@
  */
 import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { maxFittingChars } from '../core/long-texts.js';
-import type { ModelRuntimeOptions, ScoringMode } from '../core/runtime-options.js';
+import { validateRuntimeOptions, type ModelRuntimeOptions, type ScoringMode } from '../core/runtime-options.js';
 import type { Scorer, ScoreRequest } from '../core/scorer-port.js';
 import type { BackendName } from '../core/guard-api.js';
 import { encodeSegmentedCall, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
@@ -143,14 +143,11 @@ export function chatFormatOf(tokenizer: Pick<ProxyTokenizer, 'controlTokens' | '
   throw new ModelLoadError("the proxy's tokenizer has neither EdgeArmor's control tokens nor a chat_template in tokenizer_config.json, so guard calls cannot be rendered for it", {});
 }
 
-const SCORING_MODES: readonly ScoringMode[] = ['auto', 'prefix', 'naive'];
-
-/** `scoring` and the batch budgets arrive from pages and workers untyped: refuse what the engine cannot run. */
+/** `scoring` and the batch budgets arrive from pages and workers untyped: refuse what the engine cannot run (the registry's declarations, and the engine's own byte budget). */
 function checkScoringOptions(options: Pick<EngineOptions, 'scoring' | 'maxBatchTokens' | 'maxBatchBytes'>): void {
-  if (options.scoring !== undefined && !SCORING_MODES.includes(options.scoring)) {
-    throw new InvalidOptionsError(`Invalid option scoring: received ${JSON.stringify(options.scoring)}; allowed: ${SCORING_MODES.map((m) => `'${m}'`).join(', ')}.`, { option: 'scoring' });
-  }
-  for (const option of ['maxBatchTokens', 'maxBatchBytes'] as const) checkPositiveIntegerOption(option, options[option]);
+  const { scoring, maxBatchTokens } = options;
+  validateRuntimeOptions({ ...(scoring !== undefined ? { scoring } : {}), ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}) });
+  checkPositiveIntegerOption('maxBatchBytes', options.maxBatchBytes);
 }
 
 /**

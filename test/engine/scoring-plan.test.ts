@@ -36,7 +36,7 @@ describe('scoringPlan', () => {
 
   it('refuses a plan or budget it cannot run, naming what is allowed', () => {
     const cases: Array<[object, RegExp]> = [
-      [{ scoring: 'fast' }, /Invalid option scoring: received "fast"; allowed: 'auto', 'prefix', 'naive'/],
+      [{ scoring: 'fast' }, /Invalid option scoring: received "fast"; allowed: "auto" \| "prefix" \| "naive"/],
       [{ maxBatchTokens: 0 }, /Invalid option maxBatchTokens: received 0; allowed: an integer >= 1/],
       [{ maxBatchBytes: 1.5 }, /Invalid option maxBatchBytes: received 1.5; allowed: an integer >= 1/],
       [{ maxBatchBytes: '1GB' }, /Invalid option maxBatchBytes: received "1GB"/],

@@ -70,7 +70,7 @@ function valueSpecifiers(text: string): string[] {
 
 const SRC = join(import.meta.dirname, '../../src');
 // The page's side of the worker guard; worker-service.ts is the worker's.
-const PAGE = ['client/create-guard.ts', 'client/endpoint.ts', 'client/heartbeat.ts', 'client/protocol.ts'];
+const PAGE = ['client/create-guard.ts', 'client/endpoint.ts', 'client/heartbeat.ts', 'client/options.ts', 'client/protocol.ts'];
 
 describe("a check's path enters the core once, as the conductor", () => {
   it('the page imports only the core, the wire protocol and comlink (no engine module)', () => {

@@ -1,13 +1,20 @@
 /**
- * The options are declared once (src/core/option-registry.ts): the validator, the defaults, the types, the
- * environment variables, the CLI flags and usage and the README's table all come from that list.
+ * The options are declared once (the guard's in src/core/option-registry.ts, the runtime's in
+ * core/runtime-options.ts, the factories' own in core/shell-options.ts and client/options.ts): the
+ * validators, the defaults, the types, the environment variables, the CLI flags and usage and the
+ * README's tables all come from those declarations.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as v from 'valibot';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { withOptionsTable } from '../../scripts/options-table.js';
-import { GUARD_FLAGS, guardOptionsFrom, optionFlagsUsage } from '../../src/cli/flags.js';
+import { GUARD_FLAGS, guardOptionsFrom, optionFlagsUsage, variantFlag } from '../../src/cli/flags.js';
+import { createGuard } from '../../src/client/create-guard.js';
+import { CLIENT_OPTIONS } from '../../src/client/options.js';
+import { RUNTIME_OPTIONS, type ModelRuntimeOptions } from '../../src/core/runtime-options.js';
+import { NODE_OPTIONS } from '../../src/core/shell-options.js';
+import { createNodeGuard, type NodeGuardOptions } from '../../src/node.js';
 import { InvalidOptionsError } from '../../src/core/errors.js';
 import { EXTERNAL_OPTIONS, setOptionAt, type ExternalOption } from '../../src/core/option-sources.js';
 import { GUARD_OPTIONS, optionEntries, optionsFromEnv, resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../../src/core/options.js';
@@ -30,10 +37,36 @@ function sample(option: ExternalOption): [string, unknown] {
 }
 
 describe('the option registry', () => {
-  it("is what the README's options table says, row for row", () => {
+  it("is what the README's options tables say, row for row: the guard's, the runtime's and the factories' own", () => {
     const readme = readFileSync(README, 'utf8');
     expect(withOptionsTable(readme) === readme, 'README.md options table drifted from the registry: run npm run docs:options').toBe(true);
-    for (const { path } of optionEntries(GUARD_OPTIONS)) expect(readme).toContain(`| \`${path.join('.')}\` |`);
+    for (const declaration of [GUARD_OPTIONS, RUNTIME_OPTIONS, NODE_OPTIONS, CLIENT_OPTIONS]) {
+      for (const { path } of optionEntries(declaration)) expect(readme).toContain(`| \`${path.join('.')}\` |`);
+    }
+  });
+
+  it("checks everything a factory takes in one pass: every problem at once, the runtime's and the shell's options among them", () => {
+    const error = (() => {
+      try {
+        createNodeGuard({ tau: 'x', scoring: 'fast', isolation: 'thread', cacheDir: 5 } as never);
+      } catch (e) {
+        return e;
+      }
+      return null;
+    })() as InvalidOptionsError;
+    expect(error).toBeInstanceOf(InvalidOptionsError);
+    expect((error.details['issues'] as Array<{ path: string }>).map((i) => i.path)).toEqual(['tau', 'scoring', 'cacheDir', 'isolation']);
+    expect(error.message).toMatch(/^Invalid option tau: .* Also: Invalid option scoring: received "fast"; allowed: "auto" \| "prefix" \| "naive"\. .*Invalid option isolation: received "thread"; allowed: "none" \| "process"\.$/);
+    expect(() => createGuard({ worker: () => ({}) as never, stuckWorkerGraceMs: -1, heartbeatTimeoutMs: 0 })).toThrow(
+      'Invalid option stuckWorkerGraceMs: received -1; allowed: a finite number of milliseconds >= 0. Also: Invalid option heartbeatTimeoutMs: received 0; allowed: a finite number of milliseconds > 0, or null to turn the heartbeat off.',
+    );
+    // An unknown option is named with everything that factory takes, and what only the other factory takes is unknown.
+    expect(() => createNodeGuard({ stuckWorkerGraceMs: 10 } as never)).toThrow(/^Unknown option stuckWorkerGraceMs; known options are tau, .*modelVariant, .*isolation\.$/);
+    // The CLI's --variant takes what modelVariant takes.
+    expect(variantFlag(undefined)).toBe(RUNTIME_OPTIONS.entries.modelVariant.defaultValue);
+    expect(variantFlag('fp32')).toBe('fp32');
+    expectTypeOf<NonNullable<NodeGuardOptions['isolation']>>().toEqualTypeOf<'none' | 'process'>();
+    expectTypeOf<NonNullable<ModelRuntimeOptions['scoring']>>().toEqualTypeOf<'auto' | 'prefix' | 'naive'>();
   });
 
   it('gives every option with an external name one flag and its environment variables, which take the same text to the same value', () => {

@@ -1,0 +1,92 @@
+/**
+ * The options of the shells (where the model is, which backend, how the Node guard and the worker client
+ * run), declared once beside the guard's (option-registry.ts) and the runtime's (runtime-options.ts):
+ * validation, types and the README's table come from these declarations. An option two shells share is
+ * one declaration used in both groups. The worker client's group (its `worker` factory's type lives with
+ * the client) is client/options.ts.
+ */
+import * as v from 'valibot';
+import type { OrtBackend } from './backend-plan.js';
+import type { GuardProgress } from './guard-api.js';
+import { compileOptions, group, nonBlank, oneOf, option, type OptionGroup, type OptionsInput } from './option-schema.js';
+import { invalidOptionsError } from './options.js';
+import { GUARD_OPTIONS } from './option-registry.js';
+import { RUNTIME_OPTIONS, validateRemoteProxyOptions, type BackendPreference } from './runtime-options.js';
+
+/** A number of milliseconds `least` accepts (finite), or with `orNull` also null, for the shells' timing options. */
+export function milliseconds(allowed: string, least: (n: number) => boolean): v.GenericSchema<number>;
+export function milliseconds(allowed: string, least: (n: number) => boolean, orNull: true): v.GenericSchema<number | null>;
+export function milliseconds(allowed: string, least: (n: number) => boolean, orNull = false): v.GenericSchema<number | null> {
+  const schema = v.pipe(v.number(allowed), v.check((n: number) => Number.isFinite(n) && least(n), allowed));
+  return orNull ? v.nullable(schema) : schema;
+}
+
+/** A function, or an object with a `postMessage` (a worker, or a factory for one; the shell names its type). */
+export const workerSource = <T>(allowed: string) => v.custom<T>((x) => typeof x === 'function' || (typeof x === 'object' && x !== null && 'postMessage' in x), allowed);
+
+
+/** The backend preference of both factories (the planner, core/backend-plan.ts, says what each host allows). */
+export const BACKEND_OPTION = option(oneOf<BackendPreference>(['auto', 'webgpu', 'wasm', 'node']), 'auto', {
+  summary: '`auto`: WebGPU on a hardware GPU, else wasm (browser); onnxruntime-node, else wasm (Node)',
+});
+/** A model directory on disk. */
+export const MODEL_DIR_OPTION = option(nonBlank('a directory path'), null, {
+  summary: 'a model directory with a manifest.json (Node; with remoteProxy, the tokenizer and config only; the CLI: `--model`)',
+  defaultText: 'the embedded model',
+});
+/** Where model files are fetched from. */
+export const MODEL_URL_OPTION = option(nonBlank('a URL'), null, {
+  summary: "the model directory's URL: served by the app (browser; relative to the page), or fetched at load time and cached (Node)",
+  defaultText: '`models/edgearmor-proxy/` (browser)',
+});
+/** Load progress events. */
+export const ON_PROGRESS_OPTION = option(
+  v.custom<(event: GuardProgress) => void>((x) => typeof x === 'function', 'a function'),
+  null,
+  { summary: 'load progress: `{type: file | verified | session | ready, ...}`, again on every worker restart', defaultText: 'none' },
+);
+
+/** createNodeGuard's own options (besides the guard's and the runtime's). */
+export const NODE_OPTIONS = group(
+  {
+    modelDir: MODEL_DIR_OPTION,
+    modelUrl: MODEL_URL_OPTION,
+    cacheDir: option(v.nullable(nonBlank('a directory path, or null')), null, {
+      summary: 'where files fetched from modelUrl are cached by SHA-256; null turns the cache off',
+      defaultText: '`$XDG_CACHE_HOME/edgearmor` or `~/.cache/edgearmor`',
+    }),
+    backend: BACKEND_OPTION,
+    backends: option(
+      v.custom<OrtBackend[]>((x) => Array.isArray(x), 'a list of backends'),
+      null,
+      { summary: 'alias of `backend` kept for existing callers: the backends to try, in order (e.g. `["node", "wasm"]`); give one of the two', defaultText: 'none' },
+    ),
+    onProgress: ON_PROGRESS_OPTION,
+    isolation: option(oneOf(['none', 'process']), 'none', {
+      summary:
+        "`process`: onnxruntime-node in a child process (status.backend `node-process`): a native crash or kill costs one check, not the host, and the host's event loop stays free; `none`: in this process",
+    }),
+  },
+  "createNodeGuard's own options",
+);
+
+/** createNodeGuard's own options as callers give them. */
+export type NodeShellOptions = OptionsInput<typeof NODE_OPTIONS>;
+
+const compiled = new WeakMap<OptionGroup, ReturnType<typeof compileOptions>>();
+
+/**
+ * Validates everything a factory takes (the guard's options, the runtime's and the shell's own, `shell`)
+ * in one pass, so every problem is reported at once and an unknown option is named with all the options
+ * that factory knows.
+ */
+export function validateFactoryOptions(shell: OptionGroup, options: Record<string, unknown>): void {
+  if (options['remoteProxy'] !== undefined) validateRemoteProxyOptions(options['remoteProxy']);
+  let validator = compiled.get(shell);
+  if (validator === undefined) {
+    const all = group({ ...GUARD_OPTIONS.entries, ...RUNTIME_OPTIONS.entries, ...shell.entries }, shell.summary, GUARD_OPTIONS.rules);
+    compiled.set(shell, (validator = compileOptions(all)));
+  }
+  const result = validator.parse(options);
+  if (!result.ok) throw invalidOptionsError(result.issues);
+}
