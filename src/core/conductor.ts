@@ -76,6 +76,9 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
   let disposed = false;
   // One model, one run at a time: scoring requests queue here.
   let queue: Promise<unknown> = Promise.resolve();
+  // Checks enter one macrotask apart (a timer each, chained), however many arrive at once.
+  let admitted: Promise<void> = Promise.resolve();
+  const admit = (): Promise<void> => (admitted = admitted.then(yieldToEventLoop));
   const serial = <T>(task: () => Promise<T>): Promise<T> => {
     const run = queue.then(task, task);
     queue = run.catch(() => undefined);
@@ -140,9 +143,10 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
     guardAlive();
     // Invalid input is the caller's bug, not a guard failure: it throws a typed error before any model work.
-    // It is read (and copied) now, at the call; the context is built in a task of its own, so a burst of calls does not hold the host's event loop.
+    // It is read (and copied) now, at the call; the context is built in a task of its own, one check per task,
+    // so a burst of simultaneous calls does not hold the host's event loop for all of their contexts at once.
     const input = parseGuardInput(raw);
-    await yieldToEventLoop();
+    await admit();
     const context = buildContext(input, resolved);
     const plan = planCheck(context, resolved);
     if (plan.verdict) return plan.verdict;
