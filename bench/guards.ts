@@ -7,12 +7,14 @@
  *
  * Each guard also reports the host's longest event-loop stall (bench/stall.ts): over its timed checks,
  * and for one check on the largest input the limits allow (seven tool results of 999,000 CJK characters),
- * the goal being under 100 ms.
+ * the goal being under 100 ms; and the memory of the host and of the scoring process (the child process
+ * of the isolated guards), which the host's RSS does not include. The guards run one after another, so
+ * the host's RSS also carries what earlier guards left.
  *
  * `npx tsx bench/guards.ts [--cases K] [--reps N]` (defaults 20 and 3); `npm run bench` runs it after the
  * scoring table. Writes bench/results/<date>-guards.json.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
@@ -48,6 +50,33 @@ export interface GuardBenchRow {
   stall_ms: number;
   /** The longest event-loop stall during one check on the largest input within the limits. */
   largest_input_stall_ms: number;
+  /** This process's RSS after the timed checks, MB. */
+  host_rss_mb: number;
+  /** The largest RSS of this process's child processes (the scoring process, where there is one) over the timed checks, MB; 0 without one. */
+  child_rss_mb: number;
+}
+
+/** The pids of this process's child processes (any thread's: a worker thread's child counts); Linux /proc, none elsewhere. */
+function childPids(): string[] {
+  try {
+    return readdirSync('/proc/self/task').flatMap((tid) => readFileSync(`/proc/self/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+  } catch {
+    return [];
+  }
+}
+
+/** RSS of the child processes not in `before` (tsx's own esbuild service is one), MB. */
+function childRssMb(before: ReadonlySet<string>): number {
+  let kb = 0;
+  for (const pid of childPids()) {
+    if (before.has(pid)) continue;
+    try {
+      kb += Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      // Gone since it was listed.
+    }
+  }
+  return Math.round(kb / 102.4) / 10;
 }
 
 /** Runs `fn` and returns the host's longest event-loop stall meanwhile (and a little after, for a block at its end). */
@@ -71,17 +100,20 @@ export async function benchGuards(caseCount: number, reps: number): Promise<Guar
   });
   const rows: GuardBenchRow[] = [];
   for (const { name, make } of GUARDS) {
+    const before = new Set(childPids());
     const guard = make();
     try {
       const status = await guard.ready;
       for (const input of inputs) await guard.check(input); // warm-up round
       const times: number[] = [];
+      let childMb = 0;
       const stall = await stallOf(async () => {
         for (let r = 0; r < reps; r++) {
           for (const input of inputs) {
             const t0 = performance.now();
             const verdict = await guard.check(input);
             times.push(performance.now() - t0);
+            childMb = Math.max(childMb, childRssMb(before));
             if (verdict.reason === 'failure-policy') throw new Error(`${name}: a check failed (${verdict.error?.code}: ${verdict.error?.message})`);
           }
         }
@@ -99,6 +131,8 @@ export async function benchGuards(caseCount: number, reps: number): Promise<Guar
         ratio_vs_in_process_node: rows.length === 0 ? 1 : Math.round((ms / rows[0]!.median_ms) * 100) / 100,
         stall_ms: stall,
         largest_input_stall_ms: largestStall,
+        host_rss_mb: Math.round(process.memoryUsage().rss / 104857.6) / 10,
+        child_rss_mb: childMb,
       });
       process.stderr.write(`${name}: median ${ms.toFixed(1)} ms over ${times.length} checks; stall ${stall} ms, ${largestStall} ms on the largest input\n`);
     } finally {
@@ -111,9 +145,9 @@ export async function benchGuards(caseCount: number, reps: number): Promise<Guar
 /** The rows as a table. */
 export function guardsTable(rows: readonly GuardBenchRow[]): string {
   return [
-    '| guard | backend | median ms / check | vs in process (node) | longest stall, ms | longest stall, largest input, ms |',
-    '| --- | --- | --- | --- | --- | --- |',
-    ...rows.map((r) => `| ${r.guard} | ${r.backend} | ${r.median_ms} | ${r.ratio_vs_in_process_node}x | ${r.stall_ms} | ${r.largest_input_stall_ms} |`),
+    '| guard | backend | median ms / check | vs in process (node) | longest stall, ms | longest stall, largest input, ms | host RSS, MB | scoring process RSS, MB |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...rows.map((r) => `| ${r.guard} | ${r.backend} | ${r.median_ms} | ${r.ratio_vs_in_process_node}x | ${r.stall_ms} | ${r.largest_input_stall_ms} | ${r.host_rss_mb} | ${r.child_rss_mb || '-'} |`),
   ].join('\n');
 }
 
