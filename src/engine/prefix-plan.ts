@@ -203,7 +203,8 @@ export function planPasses(b: PassBudget, rows: readonly RowShape[]): PassPlan[]
       // Rows are padded to the longest: past a PADDING_SLACK of wasted positions, separate passes are cheaper.
       const padded = batch.length * row.newTokens;
       const real = batch.reduce((a, j) => a + j.newTokens, 0);
-      if (passBytes(b, batch) > b.budget || padded > PADDING_SLACK * real) flush();
+      // A pass blocks its thread for as long as it computes (onnxruntime-node runs on the caller's): at most a chunk's worth of tokens.
+      if (passBytes(b, batch) > b.budget || padded > PADDING_SLACK * real || padded > b.maxChunk) flush();
     }
     cur.push(i);
   }

@@ -101,6 +101,16 @@ describe('planPasses', () => {
     expect(passes.flatMap((p) => (p.kind === 'batch' ? p.rows : [p.row])).sort()).toEqual(range(0, 6));
     expect(planPasses(budget(DEFAULT_MAX_BATCH_BYTES, 32), [{ pastLength: 0, newTokens: 100, actionLength: 3 }])).toEqual([{ kind: 'chunked', row: 0 }]);
   });
+
+  it('computes at most maxChunk new tokens (padded) in one pass however much the budget allows, since a pass blocks its thread', () => {
+    const rows = range(0, 5).map(() => ({ pastLength: 300, newTokens: 100, actionLength: 3 }));
+    const passes = planPasses(budget(DEFAULT_MAX_BATCH_BYTES, 256), rows);
+    expect(passes).toEqual([
+      { kind: 'batch', rows: [0, 1] },
+      { kind: 'batch', rows: [2, 3] },
+      { kind: 'batch', rows: [4] },
+    ]);
+  });
 });
 
 describe('planChunks', () => {
