@@ -64,7 +64,7 @@ export const NODE_OPTIONS = group(
     onProgress: ON_PROGRESS_OPTION,
     isolation: option(oneOf(['none', 'process']), 'none', {
       summary:
-        "`process`: onnxruntime-node in a child process (status.backend `node-process`): a native crash or kill costs one check, not the host, and the host's event loop stays free; `none`: in this process",
+        "`process`: onnxruntime-node in a child process (status.backend `node-process`): a native crash or kill costs one check, not the host, and the host's event loop stays free (where no process can start: wasm in a worker thread, else here, with the reason); `none`: in this process",
     }),
   },
   "createNodeGuard's own options",

@@ -1,8 +1,10 @@
 /**
- * The child process of the process scorer (process-scorer.ts): loads the model with onnxruntime-node
- * (verifying its files here, not in the host) and scores what the host sends, one AbortController a
- * call so a cancel stops that call's model work. It exits when the host disconnects or says dispose.
+ * The child of the process scorer (process-scorer.ts), as a child process (onnxruntime-node) or, where
+ * no process can start, a worker thread (wasm): loads the model (verifying its files here, not in the
+ * host) and scores what the host sends, one AbortController a call so a cancel stops that call's model
+ * work. It exits when the host disconnects or says dispose.
  */
+import { parentPort } from 'node:worker_threads';
 import { serializeError } from '../core/errors.js';
 import type { Scorer } from '../core/scorer-port.js';
 import { nodeModelReader } from './files-node.js';
@@ -13,7 +15,8 @@ let scorer: Scorer | null = null;
 const calls = new Map<number, AbortController>();
 
 function reply(message: ChildReply): void {
-  process.send?.(message);
+  if (parentPort) parentPort.postMessage(message);
+  else process.send?.(message);
 }
 
 async function load(request: Extract<ChildRequest, { type: 'load' }>): Promise<void> {
@@ -47,7 +50,7 @@ async function score(request: Extract<ChildRequest, { type: 'score' }>): Promise
   }
 }
 
-process.on('message', (message: ChildRequest) => {
+function onRequest(message: ChildRequest): void {
   switch (message.type) {
     case 'load':
       void load(message);
@@ -59,9 +62,15 @@ process.on('message', (message: ChildRequest) => {
       calls.get(message.id)?.abort();
       break;
     case 'dispose':
+      // In a worker thread, process.exit ends the thread only.
       void (scorer?.dispose() ?? Promise.resolve()).finally(() => process.exit(0));
       break;
   }
-});
-// The host is gone (it exited, or closed the channel): nothing is left to score for.
-process.on('disconnect', () => process.exit(0));
+}
+
+if (parentPort) parentPort.on('message', onRequest);
+else {
+  process.on('message', onRequest);
+  // The host is gone (it exited, or closed the channel): nothing is left to score for.
+  process.on('disconnect', () => process.exit(0));
+}

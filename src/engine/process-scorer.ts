@@ -5,9 +5,10 @@
  * gets the failure policy, and the next call starts a fresh child (which verifies the model again).
  * A child that does not stop a cancelled call within 2 s is killed.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import type { OrtBackend } from '../core/backend-plan.js';
 import { deserializeError, DisposedError, WorkerCrashedError, type WireError } from '../core/errors.js';
 import type { GuardProgress } from '../core/guard-api.js';
@@ -33,8 +34,13 @@ export type ChildReply =
   | { type: 'scored'; id: number; scores: CheckScores }
   | { type: 'failed'; id: number; error: WireError };
 
+/** Where the isolated scorer runs: a child process, or (where none can start) a worker thread running wasm. */
+export type IsolationHost = 'process' | 'thread';
+
 /** Options of {@link loadProcessScorer}. */
 export interface ProcessScorerOptions {
+  /** @defaultValue 'process' */
+  host?: IsolationHost;
   location: NodeModelLocation;
   runtime: Omit<ModelRuntimeOptions, 'modelManifest'>;
   backends: OrtBackend[];
@@ -50,15 +56,69 @@ const CANCEL_GRACE_MS = 2_000;
  * scripts). A bundler that inlined EdgeArmor into an app's bundle leaves it behind: that is a child
  * that cannot start, and the guard falls back with this reason.
  */
-function childEntry(): { file: string; execArgv: string[] } {
+function childEntry(what: string): { file: string; typescript: boolean } {
   const js = fileURLToPath(new URL('./process-child.js', import.meta.url));
-  if (existsSync(js)) return { file: js, execArgv: [] };
+  if (existsSync(js)) return { file: js, typescript: false };
   const ts = fileURLToPath(new URL('./process-child.ts', import.meta.url));
-  if (existsSync(ts)) return { file: ts, execArgv: ['--import', 'tsx'] };
+  if (existsSync(ts)) return { file: ts, typescript: true };
   throw new WorkerCrashedError(
-    `The scoring process could not be started (its script ${js} is missing: a bundle that inlined edgearmor leaves it behind; keep edgearmor external to the bundle)`,
+    `The ${what} could not be started (its script ${js} is missing: a bundle that inlined edgearmor leaves it behind; keep edgearmor external to the bundle)`,
     { reason: 'spawn' },
   );
+}
+
+/** The host's end of the link to a child process or a worker thread: the same messages either way. */
+interface Link {
+  /** The child process's pid; undefined for a thread. */
+  readonly pid: number | undefined;
+  send(message: ChildRequest): void;
+  /** Whether the link may keep the host alive (only while calls are in flight). */
+  hold(busy: boolean): void;
+  kill(): void;
+  onMessage(listener: (reply: ChildReply) => void): void;
+  /** Called once the child is gone, with why. */
+  onGone(listener: (why: string) => void): void;
+}
+
+function startLink(host: IsolationHost): Link {
+  const what = host === 'process' ? 'scoring process' : 'scoring thread';
+  const { file, typescript } = childEntry(what);
+  try {
+    if (host === 'process') {
+      const proc = fork(file, [], { serialization: 'advanced', execArgv: typescript ? ['--import', 'tsx'] : [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      return {
+        pid: proc.pid,
+        send: (message) => void proc.send(message),
+        hold: (busy) => void (busy ? proc.channel?.ref() : proc.channel?.unref()),
+        kill: () => void proc.kill('SIGKILL'),
+        onMessage: (listener) => void proc.on('message', listener),
+        onGone(listener) {
+          proc.on('error', (error) => listener(`could not be started or reached (${error.message})`));
+          proc.on('exit', (code, signal) => listener(`exited (${signal ?? `code ${String(code)}`})`));
+        },
+      };
+    }
+    // A Worker inherits the host's flags, and refuses some of them (`node --input-type=module -e ...`).
+    const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));
+    // Node ignores `--import tsx` in a Worker's execArgv: the .ts source registers tsx first.
+    const source = typescript
+      ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(pathToFileURL(file).href)}); })`, { eval: true, execArgv })
+      : new Worker(file, { execArgv });
+    return {
+      pid: undefined,
+      send: (message) => source.postMessage(message),
+      hold: (busy) => void (busy ? source.ref() : source.unref()),
+      kill: () => void source.terminate(),
+      onMessage: (listener) => void source.on('message', listener),
+      onGone(listener) {
+        source.on('error', (error) => listener(`failed (${error.message})`));
+        source.on('exit', (code) => listener(`exited (code ${code})`));
+      },
+    };
+  } catch (error) {
+    // E.g. Node's permission model without --allow-child-process (or --allow-worker).
+    throw new WorkerCrashedError(`The ${what} could not be started (${(error as Error).message}).`, { reason: 'spawn' });
+  }
 }
 
 interface Pending {
@@ -66,51 +126,50 @@ interface Pending {
   reject: (error: Error) => void;
 }
 
-/** One child process: its load, its calls in flight, and its death. */
+/** One child (process or thread): its load, its calls in flight, and its death. */
 interface Child {
-  proc: ChildProcess;
+  link: Link;
   loaded: Promise<Extract<ChildReply, { type: 'loaded' }>>;
   pending: Map<number, Pending>;
   dead: boolean;
+  /** Resolves when the child is gone. */
+  gone: Promise<void>;
   send(message: ChildRequest): void;
 }
 
 function startChild(options: ProcessScorerOptions): Child {
-  const { file, execArgv } = childEntry();
-  let proc: ChildProcess;
-  try {
-    proc = fork(file, [], { serialization: 'advanced', execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  } catch (error) {
-    // E.g. Node's permission model without --allow-child-process.
-    throw new WorkerCrashedError(`The scoring process could not be started (${(error as Error).message}).`, { reason: 'spawn' });
-  }
+  const host = options.host ?? 'process';
+  const link = startLink(host);
   const pending = new Map<number, Pending>();
   let settleLoad: { resolve: (m: Extract<ChildReply, { type: 'loaded' }>) => void; reject: (e: Error) => void } | undefined;
   const loaded = new Promise<Extract<ChildReply, { type: 'loaded' }>>((resolve, reject) => (settleLoad = { resolve, reject }));
   loaded.catch(() => undefined);
+  let markGone: () => void = () => undefined;
   const child: Child = {
-    proc,
+    link,
     loaded,
     pending,
     dead: false,
+    gone: new Promise<void>((resolve) => (markGone = resolve)),
     send(message) {
-      // The channel keeps the host alive only while the child works for it.
-      proc.channel?.ref();
-      proc.send(message);
+      // The link keeps the host alive only while the child works for it.
+      link.hold(true);
+      link.send(message);
     },
   };
   const idle = () => {
-    if (pending.size === 0) proc.channel?.unref();
+    if (pending.size === 0) link.hold(false);
   };
-  const die = (why: string) => {
+  link.onGone((why) => {
+    markGone();
     if (child.dead) return;
     child.dead = true;
-    const error = new WorkerCrashedError(`The scoring process ${why}; the next check starts a new one.`, { reason: why });
+    const error = new WorkerCrashedError(`The scoring ${host} ${why}; the next check starts a new one.`, { reason: why });
     settleLoad?.reject(error);
     for (const call of pending.values()) call.reject(error);
     pending.clear();
-  };
-  proc.on('message', (reply: ChildReply) => {
+  });
+  link.onMessage((reply) => {
     if (reply.type === 'progress') options.onProgress?.(reply.event);
     else if (reply.type === 'loaded') {
       settleLoad?.resolve(reply);
@@ -126,8 +185,6 @@ function startChild(options: ProcessScorerOptions): Child {
       idle();
     }
   });
-  proc.on('error', (error) => die(`could not be started or reached (${error.message})`));
-  proc.on('exit', (code, signal) => die(`exited (${signal ?? `code ${String(code)}`})`));
   child.send({ type: 'load', location: options.location, runtime: options.runtime, backends: options.backends });
   return child;
 }
@@ -164,7 +221,7 @@ class ProcessScorer implements Scorer {
       const onAbort = () => {
         child.send({ type: 'cancel', id });
         // A native run that never reads the cancel is stopped the only way it can be.
-        grace = setTimeout(() => child.proc.kill('SIGKILL'), CANCEL_GRACE_MS);
+        grace = setTimeout(() => child.link.kill(), CANCEL_GRACE_MS);
       };
       const done = () => {
         clearTimeout(grace);
@@ -182,7 +239,7 @@ class ProcessScorer implements Scorer {
       });
       signal?.addEventListener('abort', onAbort, { once: true });
       child.send({ type: 'score', id, request: plain });
-      if (child.proc.pid !== undefined) this.options.onScoreSent?.(child.proc.pid);
+      if (child.link.pid !== undefined) this.options.onScoreSent?.(child.link.pid);
     });
   }
 
@@ -191,10 +248,9 @@ class ProcessScorer implements Scorer {
     this.disposed = true;
     const child = this.child;
     if (child.dead) return;
-    const exited = new Promise<void>((resolve) => child.proc.once('exit', () => resolve()));
     child.send({ type: 'dispose' });
-    const timer = setTimeout(() => child.proc.kill('SIGKILL'), CANCEL_GRACE_MS);
-    await exited;
+    const timer = setTimeout(() => child.link.kill(), CANCEL_GRACE_MS);
+    await child.gone;
     clearTimeout(timer);
   }
 }
@@ -206,7 +262,7 @@ export async function loadProcessScorer(options: ProcessScorerOptions): Promise<
   try {
     loaded = await child.loaded;
   } catch (error) {
-    if (!child.dead) child.proc.kill('SIGKILL');
+    if (!child.dead) child.link.kill();
     throw error;
   }
   // Named apart from onnxruntime-node in this process; a child that fell back to wasm keeps 'wasm' (and says why).
@@ -214,18 +270,29 @@ export async function loadProcessScorer(options: ProcessScorerOptions): Promise<
   return { scorer: new ProcessScorer(child, info, options), modelOptions: loaded.modelOptions, fallbackReason: loaded.fallbackReason };
 }
 
+/** A load failure's message as a clause of a fallback reason. */
+const clause = (error: Error) => error.message.replace(/(; the next check starts a new one)?\.$/, '');
+
 /**
- * onnxruntime in a child process, or where none can start (Node's permission model, a host that forbids
- * spawning) wasm in this thread with the reason. A model that fails its checks fails them in any process,
- * so only a child that could not run falls back.
+ * onnxruntime-node in a child process; where none can start (Node's permission model, a host that
+ * forbids spawning), wasm in a worker thread, so the host's event loop stays free; where no thread can
+ * start either, wasm in this thread; each time with the reason. A model that fails its checks fails them
+ * anywhere, so only a child that could not run falls back.
  */
 export async function loadIsolatedScorer(options: ProcessScorerOptions, here: LocalGuardRuntime): Promise<LoadedScorer> {
+  const withReason = (loaded: LoadedScorer, reason: string): LoadedScorer => ({ ...loaded, fallbackReason: [reason, loaded.fallbackReason].filter(Boolean).join('; ') });
+  let processError: WorkerCrashedError;
   try {
     return await loadProcessScorer(options);
   } catch (error) {
     if (!(error instanceof WorkerCrashedError)) throw error;
+    processError = error;
+  }
+  try {
+    return withReason(await loadProcessScorer({ ...options, host: 'thread', backends: ['wasm'] }), `isolation 'process': ${clause(processError)}; onnxruntime-web wasm runs in a worker thread instead`);
+  } catch (error) {
+    if (!(error instanceof WorkerCrashedError)) throw error;
     const loaded = await loadEngineScorer({ ...here, backends: ['wasm'] });
-    const reason = `isolation 'process': ${error.message.replace(/(; the next check starts a new one)?\.$/, '')}; onnxruntime-web wasm runs in this process instead`;
-    return { ...loaded, fallbackReason: [reason, loaded.fallbackReason].filter(Boolean).join('; ') };
+    return withReason(loaded, `isolation 'process': ${clause(processError)}; no worker thread either (${clause(error)}); onnxruntime-web wasm runs in this process instead`);
   }
 }

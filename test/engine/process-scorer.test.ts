@@ -2,8 +2,8 @@
  * createNodeGuard's `isolation: 'process'` (issue 34): onnxruntime-node scores in a child process behind
  * the core's Scorer port. The verdict is the in-process one; a child killed mid-check costs that check
  * (the failure policy) and the next check gets a model verdict from a new child; an abort reaches the
- * child; where no child can be started (Node's permission model) wasm runs in the host and the status
- * says why. On the tiny fixture model: the scores' values are not the point.
+ * child; where no child can be started (Node's permission model) wasm runs in a worker thread, or where
+ * threads are refused too in the host, and the status says why. On the tiny fixture model: the scores' values are not the point.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -88,7 +88,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)("createNodeGuard({ isolation: 'proc
   });
 
   it.skipIf(!requirement(existsSync(DIST_NODE), 'dist/ (npm run build:lib)'))(
-    "falls back to wasm in this process, saying why, where Node's permission model refuses a child process",
+    "falls back to wasm in a worker thread where Node's permission model refuses a child process, and to wasm in this process where it refuses threads too, saying why",
     () => {
       const script = `
         import { createNodeGuard } from ${JSON.stringify(DIST_NODE)};
@@ -97,13 +97,21 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)("createNodeGuard({ isolation: 'proc
         const verdict = await guard.check(${JSON.stringify(CASE)});
         console.log(JSON.stringify({ status, reason: verdict.reason, backend: verdict.backend }));
         await guard.dispose();`;
-      // transformers.js loads sharp, a native addon, when imported: --allow-addons, but no --allow-child-process.
-      const run = spawnSync(process.execPath, ['--experimental-permission', '--allow-fs-read=*', '--allow-addons', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
-      expect(run.status, run.stderr).toBe(0);
-      const out = JSON.parse(run.stdout.trim().split('\n').pop()!) as { status: { backend: string; fallbackReason: string }; reason: string; backend: string };
-      expect(out.status.backend).toBe('wasm');
-      expect(out.status.fallbackReason).toMatch(/^isolation 'process': The scoring process could not be started \(.+\); onnxruntime-web wasm runs in this process instead$/);
-      expect(out).toMatchObject({ reason: 'model', backend: 'wasm' });
+      // onnxruntime-node is a native addon: --allow-addons; never --allow-child-process.
+      const run = (...allow: string[]) => {
+        const r = spawnSync(process.execPath, ['--experimental-permission', '--allow-fs-read=*', '--allow-addons', ...allow, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+        expect(r.status, r.stderr).toBe(0);
+        return JSON.parse(r.stdout.trim().split('\n').pop()!) as { status: { backend: string; fallbackReason: string }; reason: string; backend: string };
+      };
+      const refused = /^isolation 'process': The scoring process could not be started \(.+\)/;
+      const inThread = run('--allow-worker');
+      expect(inThread).toMatchObject({ reason: 'model', backend: 'wasm', status: { backend: 'wasm' } });
+      expect(inThread.status.fallbackReason).toMatch(refused);
+      expect(inThread.status.fallbackReason).toMatch(/; onnxruntime-web wasm runs in a worker thread instead$/);
+      const here = run();
+      expect(here).toMatchObject({ reason: 'model', backend: 'wasm' });
+      expect(here.status.fallbackReason).toMatch(refused);
+      expect(here.status.fallbackReason).toMatch(/; no worker thread either \(The scoring thread could not be started \(.+\)\); onnxruntime-web wasm runs in this process instead$/);
     },
   );
 });

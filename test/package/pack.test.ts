@@ -127,7 +127,10 @@ export async function blocked(page: PageLike): Promise<Verdict> { await startGua
     expect(run.status, run.stderr).toBe(0);
     const out = JSON.parse(run.stdout.trim().split('\n').pop()!) as { backend: string; fallbackReason: string; reason: string };
     expect(out).toMatchObject({ backend: 'wasm', reason: 'model' });
-    expect(out.fallbackReason).toMatch(/^isolation 'process': The scoring process could not be started \(its script .*process-child\.js is missing: a bundle that inlined edgearmor leaves it behind; keep edgearmor external to the bundle\); onnxruntime-web wasm runs in this process instead$/);
+    // The worker thread it would fall back to runs the same script, so it is gone too.
+    expect(out.fallbackReason).toMatch(
+      /^isolation 'process': The scoring process could not be started \(its script .*process-child\.js is missing: a bundle that inlined edgearmor leaves it behind; keep edgearmor external to the bundle\); no worker thread either \(The scoring thread could not be started \(its script .*\)\); onnxruntime-web wasm runs in this process instead$/,
+    );
   });
 
   // Last: it breaks the installed copy. The binding really removed, as where its install failed or it does not load.
