@@ -4,7 +4,7 @@
  * request's model work. The backends come from the core's planner.
  */
 import { releaseProxy } from 'comlink';
-import { NATIVE_IN_WORKER_THREAD_REASON, planBackends, type BackendHost } from '../core/backend-plan.js';
+import { planBackends, type BackendHost } from '../core/backend-plan.js';
 import { createConductor, loadingStatus, type LocalGuard } from '../core/conductor.js';
 import { IntegrityError, InvalidOptionsError, isEdgeArmorError } from '../core/errors.js';
 import type { GuardProgress } from '../core/guard-api.js';
@@ -104,9 +104,8 @@ export function createWorkerService(deps: WorkerServiceDeps = {}): GuardWorkerAp
           const plan = await planBackends(init.backend ?? 'auto', { isNode, isWorkerThread, gpu: 'gpu' in deps ? deps.gpu : (globalThis.navigator as { gpu?: BackendHost['gpu'] } | undefined)?.gpu });
           const { modelManifest, ...runtimeOptions } = splitRuntimeOptions(init, ['guard', 'model', 'backend']).runtime;
           runtime = { ...runtimeOptions, reader: await makeReader(init, report), backends: plan.backends, fallbackReason: plan.fallbackReason, onProgress: report };
-          if (plan.fallbackReason === NATIVE_IN_WORKER_THREAD_REASON && runtimeOptions.remoteProxy === undefined && 'dir' in init.model) {
-            const childPlan = await planBackends(init.backend ?? 'auto', { isNode, isWorkerThread: false, gpu: undefined });
-            isolated = { location: { modelDir: init.model.dir, modelManifest }, runtime: runtimeOptions, backends: childPlan.backends, onProgress: report };
+          if (plan.inChildProcess !== undefined && runtimeOptions.remoteProxy === undefined && 'dir' in init.model) {
+            isolated = { location: { modelDir: init.model.dir, modelManifest }, runtime: runtimeOptions, backends: plan.inChildProcess, onProgress: report };
           }
         } catch (error) {
           // The guard still answers checks, as an in-process guard whose model failed to load does: the core applies the failure policy.

@@ -18,6 +18,11 @@ export type BackendRequest = BackendPreference | readonly OrtBackend[];
 export interface BackendPlan {
   backends: OrtBackend[];
   fallbackReason: string | null;
+  /**
+   * In a Node worker thread whose request named onnxruntime-node: the backends a child process of the
+   * thread would run (the Node worker guard runs its model there; see NATIVE_IN_WORKER_THREAD_REASON).
+   */
+  inChildProcess?: OrtBackend[];
 }
 
 /** The host a plan is for; `gpu` is the browser's `navigator.gpu` (probed only when WebGPU may be used). */
@@ -84,7 +89,7 @@ export async function planBackends(request: BackendRequest, host: BackendHost): 
   const checked = checkBackendRequest(request, host);
   if (host.isNode) {
     const backends: OrtBackend[] = typeof checked === 'string' ? (checked === 'auto' ? [...NODE_BACKENDS] : [checked as OrtBackend]) : [...checked];
-    if (host.isWorkerThread === true && backends.includes('node')) return { backends: ['wasm'], fallbackReason: NATIVE_IN_WORKER_THREAD_REASON };
+    if (host.isWorkerThread === true && backends.includes('node')) return { backends: ['wasm'], fallbackReason: NATIVE_IN_WORKER_THREAD_REASON, inChildProcess: backends };
     return { backends, fallbackReason: null };
   }
   if (checked === 'wasm') return { backends: ['wasm'], fallbackReason: null };

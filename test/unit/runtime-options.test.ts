@@ -38,8 +38,9 @@ describe('backend in Node', () => {
   });
 
   it('plans wasm in a worker thread, with the reason, whatever the preference names onnxruntime-node', async () => {
-    for (const request of ['auto', 'node', ['node', 'wasm']] as const) {
-      expect(await planBackends(request, { isNode: true, isWorkerThread: true, gpu: undefined })).toEqual({ backends: ['wasm'], fallbackReason: NATIVE_IN_WORKER_THREAD_REASON });
+    for (const [request, inChild] of [['auto', ['node', 'wasm']], ['node', ['node']], [['node', 'wasm'], ['node', 'wasm']]] as const) {
+      // What a child process of the thread would run: the Node worker guard runs its model there.
+      expect(await planBackends(request, { isNode: true, isWorkerThread: true, gpu: undefined })).toEqual({ backends: ['wasm'], fallbackReason: NATIVE_IN_WORKER_THREAD_REASON, inChildProcess: inChild });
     }
     expect(await planBackends(['wasm'], { isNode: true, isWorkerThread: true, gpu: undefined })).toEqual({ backends: ['wasm'], fallbackReason: null });
   });
