@@ -96,6 +96,13 @@ function rig(modelDir: string, timeoutMs?: number, deviceLoss = false): Rig {
   return { guard, clientPorts, workerPorts };
 }
 
+/**
+ * The timeout cell's target: six long results (six spans, their groups, each a window's worth once cut).
+ * SLOW alone now scores within the cell's 150 ms on a fast run (the core cuts its text first, and passes
+ * are smaller), so its timeout was no longer certain.
+ */
+const SLOWER = { ...SLOW, messages: [...SLOW.messages, ...Array.from({ length: 5 }, (_, i) => [{ role: 'assistant', content: '', tool_calls: [{ name: 'read_file', arguments: { path: `rent-${i}.txt` } }] }, { ...SLOW.messages[2]!, content: `Statement ${i}. ${SLOW.messages[2]!.content}` }]).flat()] };
+
 type Fault = 'killed' | 'throws' | 'tampered' | 'device-lost' | 'abort' | 'timeout' | 'dispose';
 const FAULTS: Fault[] = ['killed', 'throws', 'tampered', 'device-lost', 'abort', 'timeout', 'dispose'];
 
@@ -124,7 +131,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('fault matrix through the worker AP
         open.push(r.guard);
         await r.guard.ready.catch(() => undefined);
         const controller = new AbortController();
-        const target = settle(r.guard.check(SLOW, { signal: controller.signal }));
+        const target = settle(r.guard.check(fault === 'timeout' ? SLOWER : SLOW, { signal: controller.signal }));
         const neighbours = Array.from({ length: others }, () => settle(r.guard.check(SLOW)));
         await new Promise((resolve) => setTimeout(resolve, FAULT_DELAY_MS));
         if (fault === 'killed') r.workerPorts[0]!.close();
