@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, describe, expect, it } from 'vitest';
+import { cjk } from '../../bench/largest-input.js';
 import { startStallMeter } from '../../bench/stall.js';
 import { buildContext } from '../../src/core/context.js';
 import { ContextTooLongError } from '../../src/core/errors.js';
@@ -38,17 +39,6 @@ function tokenizer() {
     tokenizerJson: JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer.json'), 'utf8')) as Record<string, unknown>,
     tokenizerConfig: JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>,
   });
-}
-
-/** Deterministic CJK text (a linear congruential sequence over the unified ideographs). */
-function cjk(length: number, seed: number): string {
-  const codes = new Uint16Array(length);
-  let x = seed;
-  for (let i = 0; i < length; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    codes[i] = 0x4e00 + (x % 20_000);
-  }
-  return new TextDecoder('utf-16le').decode(codes);
 }
 
 function longCase(content: (i: number) => string, results = RESULTS): GuardInput {

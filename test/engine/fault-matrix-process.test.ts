@@ -7,14 +7,12 @@
  * host lives, and the next check gets a model verdict from a fresh child (or, for a tampered model or a
  * disposed guard, the same refusal again).
  */
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConductor, type LocalGuard } from '../../src/core/conductor.js';
 import type { Verdict } from '../../src/core/verdict.js';
 import { loadProcessScorer } from '../../src/engine/process-scorer.js';
 import { SLOW, SMALL } from '../fault-cases.js';
+import { settle as settleWithin, tamperedCopy } from './fault-helpers.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from './tiny-guard-model.js';
 
 // Each promise must settle within this; pending longer is a hang.
@@ -24,19 +22,7 @@ const SETUP_TIMEOUT_MS = 60_000;
 // The wedge cell's limit: a stopped child never answers, so the deadline decides; the next child's start fits in it.
 const SHORT_TIMEOUT_MS = 2_000;
 
-type Settled = { kind: 'verdict'; verdict: Verdict } | { kind: 'rejected'; code: string } | { kind: 'hang' };
-
-function settle(p: Promise<Verdict>): Promise<Settled> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const hang = new Promise<Settled>((resolve) => {
-    timer = setTimeout(() => resolve({ kind: 'hang' }), HANG_MS);
-  });
-  const answer = p.then(
-    (verdict): Settled => ({ kind: 'verdict', verdict }),
-    (e: { code?: string }): Settled => ({ kind: 'rejected', code: e.code ?? `untyped: ${String(e)}` }),
-  );
-  return Promise.race([answer, hang]).finally(() => clearTimeout(timer));
-}
+const settle = (p: Promise<Verdict>) => settleWithin(p, HANG_MS);
 
 type Fault = 'killed' | 'native-abort' | 'wedged' | 'tampered' | 'abort' | 'dispose';
 const FAULTS: Fault[] = ['killed', 'native-abort', 'wedged', 'tampered', 'abort', 'dispose'];
@@ -58,12 +44,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)("fault matrix on the child-process 
 
   beforeAll(async () => {
     modelDir = await makeTinyGuardModel();
-    tamperedDir = mkdtempSync(join(tmpdir(), 'edgearmor-tampered-'));
-    cpSync(modelDir, tamperedDir, { recursive: true });
-    const onnx = join(tamperedDir, 'onnx/model_q4.onnx');
-    const bytes = readFileSync(onnx);
-    bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff;
-    writeFileSync(onnx, bytes);
+    tamperedDir = tamperedCopy(modelDir);
   }, SETUP_TIMEOUT_MS);
   afterAll(async () => {
     await Promise.all(open.map((g) => g.dispose()));

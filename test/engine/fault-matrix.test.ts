@@ -10,9 +10,6 @@
  */
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGuard, type WorkerGuard } from '../../src/client/create-guard.js';
@@ -25,6 +22,7 @@ import { createLocalGuard } from '../../src/engine/local-guard.js';
 import { createNodeGuard } from '../../src/node.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from './tiny-guard-model.js';
 import { SLOW, SMALL } from '../fault-cases.js';
+import { settle as settleWithin, tamperedCopy } from './fault-helpers.js';
 
 // Each promise must settle within this; pending longer is a hang.
 const HANG_MS = 20_000;
@@ -35,19 +33,7 @@ const SHORT_TIMEOUT_MS = 150;
 // When the fault lands: the slow case is still tokenizing its long result by then.
 const FAULT_DELAY_MS = 30;
 
-type Settled = { kind: 'verdict'; verdict: Verdict } | { kind: 'rejected'; code: string } | { kind: 'hang' };
-
-function settle(p: Promise<Verdict>): Promise<Settled> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const hang = new Promise<Settled>((resolve) => {
-    timer = setTimeout(() => resolve({ kind: 'hang' }), HANG_MS);
-  });
-  const answer = p.then(
-    (verdict): Settled => ({ kind: 'verdict', verdict }),
-    (e: { code?: string }): Settled => ({ kind: 'rejected', code: e.code ?? `untyped: ${String(e)}` }),
-  );
-  return Promise.race([answer, hang]).finally(() => clearTimeout(timer));
-}
+const settle = (p: Promise<Verdict>) => settleWithin(p, HANG_MS);
 
 interface Rig {
   guard: WorkerGuard;
@@ -113,12 +99,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('fault matrix through the worker AP
 
   beforeAll(async () => {
     modelDir = await makeTinyGuardModel();
-    tamperedDir = mkdtempSync(join(tmpdir(), 'edgearmor-tampered-'));
-    cpSync(modelDir, tamperedDir, { recursive: true });
-    const onnx = join(tamperedDir, 'onnx/model_q4.onnx');
-    const bytes = readFileSync(onnx);
-    bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff;
-    writeFileSync(onnx, bytes);
+    tamperedDir = tamperedCopy(modelDir);
   }, SETUP_TIMEOUT_MS);
   afterAll(async () => {
     await Promise.all(open.map((g) => g.dispose()));
