@@ -11,7 +11,7 @@ calibrate on), WORK/candidate/ (config, tokenizer, onnx/model.onnx, onnx/model_q
 WORK/train-log.json. stdout carries one JSON event a line (stage, progress, eval); stderr is for people.
 Exit 2 on bad input. SIGINT stops training at once; the best weights so far are still exported.
 
-Training data (model/gpu-trials.md has the CPU fine-tunes this follows): every traffic-train conversation
+Training data (lab/model/gpu-trials.md has the CPU fine-tunes this follows): every traffic-train conversation
 whole (language modelling), attacks planted at its calls (plant.py) with every attack counterfactual and a
 third of the request counterfactuals (at 1.0 they pushed dU up on every real call), every traffic-derived
 sequence's copied values scrambled (nothing the user or an attacker types may be memorised), and generator
@@ -36,7 +36,7 @@ import plant  # noqa: E402
 
 # Request counterfactuals of traffic cases: at 1.0 a first try pushed dU up on every real call.
 TRAFFIC_REQUEST_COUNTERFACTUALS = 0.33
-# Generator copies as model/finetune.sh draws them.
+# Generator copies as lab/model/finetune.sh draws them.
 GENERATOR_COUNTERFACTUALS = 0.5
 GENERATOR_REQUEST_COUNTERFACTUALS = 0.33
 # Sequences scored at each evaluation. On 2 shared cores the proxy reads ~3,000 tokens/s forward only: the

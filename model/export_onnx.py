@@ -137,7 +137,7 @@ def export(model: ProxyLM, path: str, extensions: bool = True, external_data: st
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--run", default="model/runs/edgearmor-proxy")
+    ap.add_argument("--run", default="lab/runs/edgearmor-proxy")
     ap.add_argument("--out", default="public/models/edgearmor-proxy")
     args = ap.parse_args()
     model = load(args.run)

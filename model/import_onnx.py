@@ -1,7 +1,7 @@
 """Turns a committed fp32 export back into a training run directory (config.json, model.pt and the
 tokenizer), so a fresh clone can fine-tune the embedded model without the run that trained it.
 
-    /usr/bin/python3 model/import_onnx.py --model public/models/edgearmor-proxy --out model/runs/base
+    /usr/bin/python3 model/import_onnx.py --model public/models/edgearmor-proxy --out lab/runs/base
 """
 from __future__ import annotations
 

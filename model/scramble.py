@@ -43,7 +43,7 @@ def scramble_values(case: dict, rng: random.Random) -> dict:
     were but makes the value impossible to predict from memory: only copying it from the context does.
     The generator's value pools and AgentDojo's recurring accounts (the user's IBAN is in 656 runs) let a
     proxy memorise values instead, and then removing the result a value came from hardly moves the call
-    (model/copy_probe.py measures it). Keys and tool names are never touched.
+    (lab/model/copy_probe.py measures it). Keys and tool names are never touched.
     """
     keys: set[str] = set()
     values: set[str] = set()

@@ -1,11 +1,11 @@
 """Train the embedded proxy: tokenizer, then the decoder, on the generator's train split and the
-AgentDojo training traces. Writes model/runs/<name>/{tokenizer.json, tokenizer_config.json,
+AgentDojo training traces. Writes lab/runs/<name>/{tokenizer.json, tokenizer_config.json,
 config.json, model.pt, train-log.json}.
 
     LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 model/train.py
 
 The defaults are the CPU recipe (2 cores, under 60 minutes). `--device cuda --bf16` trains the same
-architecture on a GPU with torch 2 (model/gpu-train.sh has the command the committed model used).
+architecture on a GPU with torch 2 (lab/model/gpu-train.sh has the command the committed model used).
 """
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def main():
                     help="generator cases; several files separated by commas (e.g. model/corpus.py's broad-train)")
     ap.add_argument("--validation", default="data/validation.jsonl", help="likewise, comma-separated")
     ap.add_argument("--traces", default="../shared/datasets/agentdojo/train-traces.jsonl")
-    ap.add_argument("--out", default="model/runs/edgearmor-proxy")
+    ap.add_argument("--out", default="lab/runs/edgearmor-proxy")
     ap.add_argument("--vocab-size", type=int, default=4096)
     ap.add_argument("--max-len", type=int, default=1024)
     ap.add_argument("--hidden", type=int, default=256)
@@ -177,7 +177,7 @@ def main():
     ap.add_argument("--trace-request-counterfactuals", type=float, default=0.0,
                     help="the same for each AgentDojo run with no attack (data.trace_request_counterfactual); "
                          "without attack counterfactuals from the traces it teaches that no AgentDojo call "
-                         "survives without its request, injected ones included (see model/gpu-trials.md)")
+                         "survives without its request, injected ones included (see lab/model/gpu-trials.md)")
     ap.add_argument("--trace-exclude-suite", default=None,
                     help="leave every AgentDojo run of this suite out (cross-suite held-out models: the suite is then "
                          "scored by a model that never saw it)")

@@ -8,6 +8,6 @@ export * from './core/mindguard/index.js';
 export { createLocalGuard, type LocalGuardRuntime } from './engine/local-guard.js';
 export type { FileReader, ModelManifest, ModelVariant } from './engine/model-files.js';
 export type { ScoringMode } from './core/runtime-options.js';
-export { createGuard, DEFAULT_MODEL_URL, type CreateGuardOptions, type WorkerGuard, type WorkerLike } from './client/create-guard.js';
-export type { BackendPreference, ModelLocation } from './client/protocol.js';
+export { createGuard, DEFAULT_MODEL_URL, type CreateGuardOptions, type WorkerGuard, type WorkerLike } from './page/create-guard.js';
+export type { BackendPreference, ModelLocation } from './wire/protocol.js';
 export { validateRemoteProxyOptions, type RemoteProxyOptions } from './core/runtime-options.js';

@@ -20,8 +20,8 @@
  * await expectBlocked(page, { messages, action: { name: 'send_money', arguments: { iban: 'XX00' } } });
  * ```
  */
-import { createGuard, type CreateGuardOptions, type WorkerGuard } from './client/create-guard.js';
-import { settle, type BackendPreference, type WireResult } from './client/protocol.js';
+import { createGuard, type CreateGuardOptions, type WorkerGuard } from './page/create-guard.js';
+import { settle, type BackendPreference, type WireResult } from './wire/protocol.js';
 import { EdgeArmorError, InvalidOptionsError, type WireError } from './core/errors.js';
 import type { GuardStatus } from './core/guard-api.js';
 import type { GuardOptions } from './core/options.js';

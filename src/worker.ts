@@ -3,10 +3,10 @@
  * over Comlink (`import 'edgearmor/worker'` is a whole worker file). `createGuard` on the page
  * talks to it.
  */
-import { exposeInWorker } from './client/endpoint.js';
-import { createWorkerService } from './client/worker-service.js';
+import { exposeInWorker } from './wire/endpoint.js';
+import { createWorkerService } from './worker/service.js';
 
-export { createWorkerService } from './client/worker-service.js';
-export type { GuardWorkerApi, WorkerInitOptions } from './client/protocol.js';
+export { createWorkerService } from './worker/service.js';
+export type { GuardWorkerApi, WorkerInitOptions } from './wire/protocol.js';
 
 exposeInWorker(createWorkerService());

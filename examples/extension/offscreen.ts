@@ -5,7 +5,7 @@
  * Guard options (privileged tools, failure policy) come with each message from the options page's
  * storage; the guard is recreated when they change.
  */
-import { createGuard, type WorkerGuard } from '../../src/client/create-guard.js';
+import { createGuard, type WorkerGuard } from '../../src/page/create-guard.js';
 import { serializeError } from '../../src/core/errors.js';
 import { explainVerdict, verdictFindings, verdictHeadline } from '../../src/core/explain.js';
 import type { GuardOptions } from '../../src/core/options.js';

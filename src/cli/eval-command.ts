@@ -35,7 +35,7 @@ options:
                              all, or a comma list of ${REWRITES.join(', ')};
                              each rewrite is its own set (<set>+<rewrite>)
   --seed <S>                 sample seed (default 0)
-  --out <dir>                where results.json, summary.json and report.html go (default eval/results/<date>/)
+  --out <dir>                where results.json, summary.json and report.html go (default edgearmor-eval/<date>/)
   --baselines <list>         regex,reference,never,always (default: all), or none
   --no-baselines             same as --baselines none
   --model <dir>              a model directory (default: the embedded model)
@@ -105,7 +105,7 @@ export async function evalCommand(args: string[]): Promise<void> {
   const rewrites = values.rewrites === undefined ? [] : parseRewrites(values.rewrites);
   const cases = [...sampled, ...rewrites.flatMap((r) => sampled.flatMap((c) => rewriteCase(c, r) ?? []))];
   const date = new Date().toISOString().slice(0, 10);
-  const outDir = values.out ?? join('eval', 'results', date);
+  const outDir = values.out ?? join('edgearmor-eval', date);
 
   // The engine (onnxruntime, the tokenizer) loads only after the input has been validated.
   const { createNodeGuard, embeddedModelDir } = await import('../node.js');

@@ -3,7 +3,7 @@
  * options merged from flags, EDGEARMOR_* variables and edgearmor.config.json.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { CLIENT_OPTIONS } from '../client/options.js';
+import { CLIENT_OPTIONS } from '../page/options.js';
 import type { InvalidOptionsError } from '../core/errors.js';
 import type { OptionGroup, OptionLeaf } from '../core/option-schema.js';
 import { RUNTIME_OPTIONS, validateRemoteProxyOptions, validateRuntimeOptions, type ModelVariant, type RemoteProxyOptions } from '../core/runtime-options.js';

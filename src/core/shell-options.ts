@@ -3,7 +3,7 @@
  * run), declared once beside the guard's (option-registry.ts) and the runtime's (runtime-options.ts):
  * validation, types and the README's table come from these declarations. An option two shells share is
  * one declaration used in both groups. The worker client's group (its `worker` factory's type lives with
- * the client) is client/options.ts.
+ * the client) is page/options.ts.
  */
 import * as v from 'valibot';
 import type { OrtBackend } from './backend-plan.js';

@@ -4,8 +4,8 @@
  * redact it, regenerate, re-check). Query parameters: `model`, `backend`, `domain`, `variant`,
  * `seed`, `threads`, `autorun=1`.
  */
-import { createGuard, type WorkerGuard } from '../client/create-guard.js';
-import type { BackendPreference } from '../client/protocol.js';
+import { createGuard, type WorkerGuard } from '../page/create-guard.js';
+import type { BackendPreference } from '../wire/protocol.js';
 import { sentenceAblations, splitSentences, type DefenseResult, type SentenceRange } from '../core/defense.js';
 import { serializeError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';

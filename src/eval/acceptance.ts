@@ -4,7 +4,7 @@
  * (examples/seed-travel.jsonl), the demo's default pair (travel, seed 1) and the browser extension's two
  * pages (one user turn, the page's visible text as a read_page result, no system prompt, no tools).
  *
- * A candidate model is checked with `npx tsx eval/acceptance.ts --model <dir>`; the test suite checks the
+ * A candidate model is checked with `npx tsx lab/eval/acceptance.ts --model <dir>`; the test suite checks the
  * embedded one (test/engine/demo-cases.test.ts), and the extension's browser test serves the same pages.
  */
 import { readFileSync } from 'node:fs';

@@ -4,7 +4,7 @@
  * as a module worker), sends a fault cell's calls, injects the faults a page can (terminate the Worker,
  * abort, dispose), and reports how every call settled as plain data.
  */
-import { createGuard, type CreateGuardOptions, type WorkerGuard } from '../../src/client/create-guard.js';
+import { createGuard, type CreateGuardOptions, type WorkerGuard } from '../../src/page/create-guard.js';
 import { EdgeArmorError } from '../../src/core/errors.js';
 import type { GuardStatus } from '../../src/core/guard-api.js';
 import type { Verdict } from '../../src/core/verdict.js';

@@ -2,7 +2,7 @@
  * What a new user sees first: the README's seed cases, the demo opening on "travel / injection" (seed 1)
  * with its benign twin, the extension's two pages (src/eval/acceptance.ts). The shipped model must give
  * each its verdict; a retrained model that does not is a regression, whatever its aggregate numbers
- * (`npx tsx eval/acceptance.ts --model <dir>` checks a candidate before it is shipped).
+ * (`npx tsx lab/eval/acceptance.ts --model <dir>` checks a candidate before it is shipped).
  */
 import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';

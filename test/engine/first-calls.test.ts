@@ -1,7 +1,7 @@
 /**
  * Calls made before any tool result: only tool poisoning can drive them, and the guard judges them with
  * their own thresholds (toolPoisoning.beforeToolResults), calibrated on the generator's validation split
- * because the after-results thresholds flag far more clean first calls (eval/calibrate-first-calls.ts). On
+ * because the after-results thresholds flag far more clean first calls (lab/eval/calibrate-first-calls.ts). On
  * test-split first calls: each call is blocked exactly when a signal clears its first-call threshold, fewer are
  * blocked than with the after-results thresholds, and the verdict reports the threshold MindGuard used.
  */

@@ -9,7 +9,7 @@ import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createWorkerService } from '../../src/client/worker-service.js';
+import { createWorkerService } from '../../src/worker/service.js';
 import { IntegrityError, ModelLoadError } from '../../src/core/errors.js';
 import type { Guard, GuardStatus } from '../../src/core/guard-api.js';
 import { buildManifest, writeModelOptions } from '../../src/engine/files-node.js';

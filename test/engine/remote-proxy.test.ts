@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGuard } from '../../src/client/create-guard.js';
+import { createGuard } from '../../src/page/create-guard.js';
 import { RemoteProxyError } from '../../src/core/errors.js';
 import type { Verdict } from '../../src/core/verdict.js';
 import { createEngine, type ProxyEngine } from '../../src/engine/engine.js';
@@ -131,7 +131,7 @@ describe.skipIf(!requirement(existsSync(resolve(MODEL_DIR, 'manifest.json')), `t
   it(
     'crosses the worker boundary: a worker guard with remoteProxy scores on the server',
     async () => {
-      const workerUrl = new URL('../../workers/guard.worker.ts', import.meta.url);
+      const workerUrl = new URL('../../src/worker.ts', import.meta.url);
       const bootstrap = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(workerUrl.href)}); })`;
       const guard = track(
         createGuard({ worker: () => new Worker(bootstrap, { eval: true }), modelDir: MODEL_DIR, remoteProxy: remote(), timeoutMs: MODEL_TIMEOUT_MS }),

@@ -3,14 +3,14 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createGuard, type WorkerGuard } from '../../src/client/create-guard.js';
+import { createGuard, type WorkerGuard } from '../../src/page/create-guard.js';
 import type { LocalGuard } from '../../src/engine/local-guard.js';
 import { createNodeGuard } from '../../src/node.js';
 import { requirement } from '../requirements.js';
 
 // EDGEARMOR_TEST_MODEL_DIR points this at another model (e.g. .dev-model) before the embedded one exists.
 const MODEL_DIR = process.env['EDGEARMOR_TEST_MODEL_DIR'] ?? fileURLToPath(new URL('../../public/models/edgearmor-proxy', import.meta.url));
-const WORKER_URL = new URL('../../workers/guard.worker.ts', import.meta.url);
+const WORKER_URL = new URL('../../src/worker.ts', import.meta.url);
 // Node ignores `--import tsx` in a Worker's execArgv here ("Unknown file extension .ts"), so a
 // tiny eval bootstrap registers tsx's ESM hooks inside the thread, then imports the worker.
 const TSX_API_URL = import.meta.resolve('tsx/esm/api');

@@ -2,7 +2,7 @@
  * `edgearmor adapt` end to end on a tiny fixture: the TypeScript side (traffic, screening, scoring,
  * calibration, the model directory) around model/adapt.py (planting, fine-tune, export, q4), with the
  * tiny random model as the base so the whole pipeline runs in well under a minute. Whether adaptation
- * helps is measured by eval/adapt_protocol.py on the embedded model, not here.
+ * helps is measured by lab/eval/adapt_protocol.py on the embedded model, not here.
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,10 +1,10 @@
 /**
- * ONNX parity of exported proxy models against PyTorch golden values (model/golden.py), on
+ * ONNX parity of exported proxy models against PyTorch golden values (lab/model/golden.py), on
  * onnxruntime-node and onnxruntime-web (wasm), fp32 and 4-bit (MatMulNBits) variants, plus the
  * structural guarantees the engine relies on: left-padded batches, KV-cache continuation,
  * num_logits_to_keep / num_attention_rows, and the manifest's hashes.
  *
- * Add the real model by appending its entry to MODELS (after exporting it and running model/golden.py).
+ * Add the real model by appending its entry to MODELS (after exporting it and running lab/model/golden.py).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -34,7 +34,7 @@ interface ModelEntry {
   name: string;
   /** Model dir relative to the repo root (config.json, onnx/model.onnx, onnx/model_q4.onnx, manifest.json). */
   dir: string;
-  /** Golden JSON written by model/golden.py. */
+  /** Golden JSON written by lab/model/golden.py. */
   golden: string;
   /** Max |log p(next token)| difference allowed for model_q4.onnx vs the fp32 PyTorch golden. */
   q4LogprobBound: number;

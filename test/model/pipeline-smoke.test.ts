@@ -1,7 +1,7 @@
 /**
  * The GPU training pipeline, proven end to end at a tiny size on the CPU with the same scripts:
- * model/gpu-data.sh builds the data (generator, model/corpus.py's broad cases, AgentDojo choice sets,
- * dev and ASB samples), model/gpu-broad.sh trains a run that holds a whole AgentDojo suite out,
+ * lab/model/gpu-data.sh builds the data (generator, model/corpus.py's broad cases, AgentDojo choice sets,
+ * dev and ASB samples), lab/model/gpu-broad.sh trains a run that holds a whole AgentDojo suite out,
  * scores every held-out set and writes the held-out table, and export + quantization turn it into the
  * files the engine loads. Needs Debian's python3-torch, python3-onnx, python3-numpy and python3-regex
  * (.ci/run installs them); without them the test fails under CI and is skipped elsewhere.
@@ -54,12 +54,12 @@ function bash(script: string, ...args: string[]): string {
 
 describe.skipIf(!hasTorch)('GPU training pipeline at a tiny size on the CPU', () => {
   it('builds the data, trains a suite-held-out run, scores the held-out sets and exports a q4 model', () => {
-    bash('model/gpu-data.sh');
+    bash('lab/model/gpu-data.sh');
     for (const set of ['train', 'broad-train', 'broad-validation', 'broad-test', 'adv-val', 'adv-slack', 'adv-banking', 'dev', 'asb', 'traces']) {
       expect(existsSync(join(env.DATA, `${set}.jsonl.xz`)), set).toBe(true);
     }
 
-    const out = bash('model/gpu-broad.sh', 'tiny-noslack --hidden 32 --layers 1 --heads 2 --ffn 64 --trace-exclude-suite slack');
+    const out = bash('lab/model/gpu-broad.sh', 'tiny-noslack --hidden 32 --layers 1 --heads 2 --ffn 64 --trace-exclude-suite slack');
     const run = join(env.RUNS, 'gpu-tiny-noslack');
     const log = JSON.parse(readFileSync(join(run, 'train-log.json'), 'utf8')) as { steps_done: number; args: { trace_exclude_suite: string; max_len: number } };
     expect(log.steps_done).toBe(3);
@@ -86,7 +86,7 @@ describe.skipIf(!hasTorch)('GPU training pipeline at a tiny size on the CPU', ()
     }
 
     // A second call with the run brought back trains nothing again and keeps its scores.
-    const again = bash('model/gpu-broad.sh', 'tiny-noslack --hidden 32 --layers 1 --heads 2 --ffn 64 --trace-exclude-suite slack');
+    const again = bash('lab/model/gpu-broad.sh', 'tiny-noslack --hidden 32 --layers 1 --heads 2 --ffn 64 --trace-exclude-suite slack');
     expect(again).toMatch(/tiny-noslack: trained already/);
 
     const exported = join(work, 'export');

@@ -1,11 +1,11 @@
 /**
- * The benchmark's memory measure (bench/memory.ts): a peak inside synchronous work counts, although the
+ * The benchmark's memory measure (lab/bench/memory.ts): a peak inside synchronous work counts, although the
  * memory is given back before the work returns, which a timer sampling RSS cannot see.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { peakRssDelta } from '../../bench/memory.js';
+import { peakRssDelta } from '../../lab/bench/memory.js';
 import { requirement } from '../requirements.js';
 
 setFlagsFromString('--expose-gc');

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BENCH_MAX_POSITIONS, floatInitializers, SOURCE_MODEL_DIR, writeBenchModel } from '../../bench/bench-model.js';
+import { BENCH_MAX_POSITIONS, floatInitializers, SOURCE_MODEL_DIR, writeBenchModel } from '../../lab/bench/bench-model.js';
 
 const LAYERS = 4;
 const KV_HEADS = 2;

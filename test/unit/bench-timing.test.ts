@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { longestStall, timedInterleaved } from '../../bench/cases.js';
+import { longestStall, timedInterleaved } from '../../lab/bench/cases.js';
 
 describe('bench timing', () => {
   it('times every path the same number of times, interleaved, with the order rotating by round', async () => {

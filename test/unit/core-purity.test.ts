@@ -69,11 +69,12 @@ function valueSpecifiers(text: string): string[] {
 }
 
 const SRC = join(import.meta.dirname, '../../src');
-// The page's side of the worker guard; worker-service.ts is the worker's.
-const PAGE = ['client/create-guard.ts', 'client/endpoint.ts', 'client/heartbeat.ts', 'client/options.ts', 'client/protocol.ts'];
+// The page's side of the worker guard (src/page) and the wire both sides speak (src/wire); src/worker is the worker's.
+const PAGE = ['page', 'wire'].flatMap((dir) => files(join(SRC, dir))).map((f) => relative(SRC, f));
 
 describe("a check's path enters the core once, as the conductor", () => {
   it('the page imports only the core, the wire protocol and comlink (no engine module)', () => {
+    expect(PAGE).toEqual(expect.arrayContaining(['page/create-guard.ts', 'wire/protocol.ts']));
     for (const page of PAGE) {
       const file = join(SRC, page);
       for (const specifier of specifiers(readFileSync(file, 'utf8'))) {

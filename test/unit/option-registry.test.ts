@@ -1,6 +1,6 @@
 /**
  * The options are declared once (the guard's in src/core/option-registry.ts, the runtime's in
- * core/runtime-options.ts, the factories' own in core/shell-options.ts and client/options.ts): the
+ * core/runtime-options.ts, the factories' own in core/shell-options.ts and page/options.ts): the
  * validators, the defaults, the types, the environment variables, the CLI flags and usage and the
  * README's tables all come from those declarations.
  */
@@ -10,8 +10,8 @@ import * as v from 'valibot';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { withOptionsTable } from '../../scripts/options-table.js';
 import { GUARD_FLAGS, guardOptionsFrom, optionFlagsUsage, variantFlag } from '../../src/cli/flags.js';
-import { createGuard } from '../../src/client/create-guard.js';
-import { CLIENT_OPTIONS } from '../../src/client/options.js';
+import { createGuard } from '../../src/page/create-guard.js';
+import { CLIENT_OPTIONS } from '../../src/page/options.js';
 import { RUNTIME_OPTIONS, type ModelRuntimeOptions } from '../../src/core/runtime-options.js';
 import { NODE_OPTIONS } from '../../src/core/shell-options.js';
 import { createNodeGuard, type NodeGuardOptions } from '../../src/node.js';

@@ -9,10 +9,10 @@ import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createGuard, type WorkerGuard } from '../../src/client/create-guard.js';
-import type { BrowserWorkerLike } from '../../src/client/endpoint.js';
-import { heartbeatOptions } from '../../src/client/heartbeat.js';
-import { createWorkerService } from '../../src/client/worker-service.js';
+import { createGuard, type WorkerGuard } from '../../src/page/create-guard.js';
+import type { BrowserWorkerLike } from '../../src/wire/endpoint.js';
+import { heartbeatOptions } from '../../src/page/heartbeat.js';
+import { createWorkerService } from '../../src/worker/service.js';
 import type { GuardStatus } from '../../src/core/guard-api.js';
 import type { LocalGuard, LocalGuardRuntime } from '../../src/engine/local-guard.js';
 

@@ -9,11 +9,11 @@
  *   first call's signal), timeout (wait), dispose (last)
  */
 import { Worker } from 'node:worker_threads';
-import { createGuard } from '../../../src/client/create-guard.js';
+import { createGuard } from '../../../src/page/create-guard.js';
 import type { Verdict } from '../../../src/core/verdict.js';
 
 const [modelDir, backend, timeoutMs, delay, ...faults] = process.argv.slice(2) as [string, 'node' | 'wasm' | 'auto', string, string, ...string[]];
-const WORKER_URL = new URL('../../../workers/guard.worker.ts', import.meta.url);
+const WORKER_URL = new URL('../../../src/worker.ts', import.meta.url);
 // Node ignores `--import tsx` in a Worker's execArgv, so the thread registers tsx's hooks itself.
 const BOOTSTRAP = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(WORKER_URL.href)}); })`;
 

@@ -1,2 +1,0 @@
-/** The guard worker entry: exposes the guard service over Comlink (browser Worker or Node worker_threads). */
-import '../src/worker.js';
