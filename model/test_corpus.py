@@ -58,6 +58,24 @@ class PlantTest(unittest.TestCase):
 
 
 @unittest.skipUnless(os.path.isdir(DATASETS), f"no datasets at {DATASETS}")
+class McpSplitTest(unittest.TestCase):
+    def test_every_mcp_server_is_pinned_and_no_held_out_servers_tool_lands_in_train(self):
+        tools = corpus.read_jsonl(f"{DATASETS}/mcp_servers/tools.jsonl.xz")
+        self.assertEqual({t["server"] for t in tools}, set(corpus.MCP_SERVER_SPLITS))
+        held = {t["name"] for t in tools if corpus.MCP_SERVER_SPLITS[t["server"]] != "train"}
+        self.assertGreaterEqual(len([t for t in tools if t["name"] in held]), len(tools) // 4)
+        cat = corpus.Catalogue(DATASETS, limit=600)
+        self.assertFalse(held & {t["name"] for t, _ in cat.tools["train"]})
+        train_bfcl = {t["name"] for recs in (cat.bfcl["train"],) for r in recs for t in r["tools"]}
+        self.assertFalse(held & train_bfcl)
+        # The servers the first salt held out stay where they were, and none of them was trained on.
+        for server, split in (("puppeteer", "validation"), ("sequentialthinking", "test"), ("aws-kb-retrieval-server", "test")):
+            self.assertEqual(corpus.mcp_split(server), split)
+            self.assertNotIn(server, corpus.SHIPPED_MODEL_TRAINED_ON)
+        self.assertFalse({s for s, sp in corpus.MCP_SERVER_SPLITS.items() if sp == "train"} - corpus.SHIPPED_MODEL_TRAINED_ON)
+
+
+@unittest.skipUnless(os.path.isdir(DATASETS), f"no datasets at {DATASETS}")
 class BuildTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
