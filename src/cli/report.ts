@@ -75,6 +75,15 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
     }
     if (tp.unavailable.length > 0) lines.push(`  tool-description checks not run: ${tp.unavailable.join('; ')}`);
   }
+  if (v.windows) {
+    const w = v.windows;
+    const parts = w.judged.map((j, k) => {
+      const cut = j.cutDescriptions.length > 0 ? ` (cut to fit: ${j.cutDescriptions.join(', ')})` : '';
+      return `window ${k + 1}: results ${j.messages.length > 0 ? `msg ${j.messages.join(', ')}` : '-'}, descriptions ${j.tools.join(', ')}${cut}`;
+    });
+    const missing = [...w.notJudged.messages.map((i) => `msg ${i}`), ...w.notJudged.tools];
+    lines.push(`  scored in ${w.count} windows, ${w.passes} passes; ${parts.join('; ')}${missing.length > 0 ? `; NOT JUDGED (maxPasses): ${missing.join(', ')}` : ''}`);
+  }
   if (v.truncation) {
     const kept = v.truncation.keptCallSentences ?? {};
     const cut = Object.entries(v.truncation.shortenedMessages).map(

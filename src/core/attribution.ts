@@ -189,6 +189,12 @@ export interface AttributionOptions {
   userWeight?: number | null;
   /** What a group needs beyond a single span: it is judged with tau - groupMargin. @defaultValue 0 */
   groupMargin?: number;
+  /**
+   * The noise floor: a span or group is flagged only when removing it lowers the call's log-probability
+   * by more than this a token, whatever the rule says (a negative dU must not flag parts whose removal
+   * changes nothing or raises the call). @defaultValue -Infinity (no floor)
+   */
+  noiseFloor?: number;
 }
 
 function getLogProbs(source: AttributionInput['logProbs'], id: string): ArrayLike<number> | undefined {
@@ -278,6 +284,7 @@ export function computeAttribution(input: AttributionInput, options: Attribution
   const noUser = byId.get('no-user');
   if (noUser === undefined) throw new InvalidInputError('variants: missing the "no-user" variant; dU is the reference every span is compared with.', { variant: 'no-user' });
 
+  const floor = options.noiseFloor ?? -Infinity;
   const spans: SpanAttribution[] = input.spans.map((span) => {
     const v = byId.get(`no-span:${span.id}`);
     if (v === undefined) throw new InvalidInputError(`variants: missing "no-span:${span.id}" for the span at message ${span.messageIndex}.`, { variant: `no-span:${span.id}` });
@@ -290,7 +297,7 @@ export function computeAttribution(input: AttributionInput, options: Attribution
       normalizedDelta: v.normalizedDelta,
       deltas: v.deltas,
       score: out.score,
-      flagged: out.flagged,
+      flagged: out.flagged && v.normalizedDelta > floor,
     };
   });
   const groupMargin = options.groupMargin ?? 0;
@@ -323,7 +330,7 @@ export function computeAttribution(input: AttributionInput, options: Attribution
         deltas,
         userDeltas: user,
         score: out.score - groupMargin,
-        flagged: out.flagged,
+        flagged: out.flagged && rawDelta / tokenCount > floor,
       },
     ];
   });
@@ -358,8 +365,8 @@ export function computeAttribution(input: AttributionInput, options: Attribution
 /** computeAttribution with the rule, tau and rule name taken from resolved options. */
 export function attributeWithOptions(
   input: AttributionInput,
-  options: Pick<ResolvedGuardOptions, 'rule' | 'edgearmorRule' | 'tau' | 'userWeight' | 'groupMargin'>,
+  options: Pick<ResolvedGuardOptions, 'rule' | 'edgearmorRule' | 'tau' | 'userWeight' | 'groupMargin' | 'noiseFloor'>,
 ): AttributionResult {
   const userWeight = options.rule === 'causalarmor' ? options.userWeight : null;
-  return computeAttribution(input, { tau: options.tau, rule: ruleFromOptions(options), ruleName: options.rule, userWeight, groupMargin: options.groupMargin });
+  return computeAttribution(input, { tau: options.tau, rule: ruleFromOptions(options), ruleName: options.rule, userWeight, groupMargin: options.groupMargin, noiseFloor: options.noiseFloor });
 }

@@ -7,22 +7,25 @@
  *
  *   input -> parseGuardInput -> buildContext -> planCheck -> [verdict without the model]
  *                                                     \-> cutLongTexts -> Scorer.score (deadline) -> judge -> verdict
+ *                  too long for the window: measured, then per window (windows.ts) -> score -> judge -> merged verdict
  *                                        any failure on the way -> judgeFailure (the policy) -> verdict
  */
 import { buildContext, isPrivilegedTool, type StructuredContext } from './context.js';
 import { startDeadline, abortedError } from './deadline.js';
 import { createLocalRedactor, runDefense, type DefenseResult, type SanitizeRequest } from './defense.js';
-import { DisposedError, isEdgeArmorError } from './errors.js';
+import { ContextTooLongError, DisposedError, isEdgeArmorError } from './errors.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardStatus } from './guard-api.js';
 import { parseGuardInput } from './guard-input.js';
 import { judge, judgeFailure, planCheck, type CheckPlan, type CheckScores } from './judge.js';
-import { cutLongTexts, yieldToEventLoop } from './long-texts.js';
+import { cutLongTexts, yieldToEventLoop, type CutContext } from './long-texts.js';
 import { applyModelOptions, type ModelOptionsFile } from './model-options.js';
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from './options.js';
-import type { LoadedScorer, Scorer, ScorerSource } from './scorer-port.js';
+import type { LoadedScorer, Scorer, ScoreRequest, ScorerSource } from './scorer-port.js';
 import type { GuardInput } from './types.js';
 import { buildVariants } from './variants.js';
-import type { Verdict, VerdictExtras } from './verdict.js';
+import type { Verdict, VerdictExtras, WindowsReport } from './verdict.js';
+import { mergeWindowVerdicts, type JudgedWindow } from './window-verdict.js';
+import { planWindows, surelyFits, windowContext, type WindowPlan } from './windows.js';
 
 /** A guard with the sentence scorer the local redactor needs (what a conductor is, wherever it runs). */
 export interface LocalGuard extends Guard {
@@ -131,13 +134,64 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     const tLoaded = now();
     // Texts no window could hold are cut now, so planning, the copy to the scorer and the judge handle at most a window's worth of each.
     const cut = await cutLongTexts(context, scorer.info.maxTextChars, scorer.info.maxContextTokens, signal);
+    const budget = Math.min(scorer.info.maxContextTokens, judged.maxContextTokens ?? Infinity);
+    const common = { actionText: resolved.actionText, maxContextTokens: budget, signal };
+    // A check that may not fit is measured first (nothing scored), and scored in windows when it does not.
+    const measure = scorer.info.chatFormat !== 'edgearmor' || !surelyFits(cut.context, budget);
     const request = plan.scoring(scorer.info, cut.context);
-    const scores = withCut(await serial(() => scorer.score({ context: cut.context, ...request, actionText: resolved.actionText, signal })), cut.cutChars);
+    let scores = await serial(() => scorer.score({ context: cut.context, ...request, ...common, ...(measure ? { ifTooLong: 'measure' as const } : {}) }));
+    const extras = { backend: scorer.info.backend, proxy: scorer.info.model };
+    if (scores.sizes) {
+      const windows = planWindows(cut.context, scores.sizes, budget);
+      if (windows) {
+        const verdict = await scoreWindows(cut, windows, scorer, judged, common, extras);
+        verdict.timings = { ...verdict.timings, waitForModelMs: tLoaded - t0, scoreMs: now() - tLoaded };
+        return verdict;
+      }
+      scores = await serial(() => scorer.score({ context: cut.context, ...request, ...common }));
+    }
     const tScored = now();
     const timings = { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded };
-    const verdict = judge({ context: cut.context, ...request, scores, options: judged, capabilities: scorer.info, extras: { backend: scorer.info.backend, proxy: scorer.info.model, timings } });
+    const verdict = judge({ context: cut.context, ...request, scores: withCut(scores, cut.cutChars), options: judged, capabilities: scorer.info, extras: { ...extras, timings } });
     verdict.timings['attributionMs'] = now() - tScored;
     return verdict;
+  }
+
+  /** Scores and judges each window in turn while the passes last (maxPasses), then merges their verdicts (core/window-verdict.ts). */
+  async function scoreWindows(
+    cut: CutContext,
+    plans: readonly WindowPlan[],
+    scorer: Scorer,
+    judged: ResolvedGuardOptions,
+    common: Pick<ScoreRequest, 'actionText' | 'maxContextTokens' | 'signal'>,
+    extras: VerdictExtras,
+  ): Promise<Verdict> {
+    const { context } = cut;
+    const done: JudgedWindow[] = [];
+    const notJudged: WindowsReport['notJudged'] = { messages: [], tools: [] };
+    let passes = 0;
+    for (const windowPlan of plans) {
+      const win = windowContext(context, windowPlan);
+      const plan = planCheck(win.context, resolved);
+      if (plan.verdict) continue;
+      const request = plan.scoring(scorer.info, win.context);
+      if (passes + request.variants.length > judged.maxPasses) {
+        notJudged.messages.push(...windowPlan.messages.filter((i) => context.messages[i]!.role === 'tool'));
+        notJudged.tools.push(...win.context.tools.map((t) => t.name).filter((t) => t !== context.action.name));
+        continue;
+      }
+      passes += request.variants.length;
+      const scores = await serial(() => scorer.score({ context: win.context, ...request, ...common }));
+      const cutChars = Object.fromEntries(win.messageIndexes.flatMap((orig, i) => (cut.cutChars[orig] === undefined ? [] : [[i, cut.cutChars[orig]!]])));
+      const verdict = judge({ context: win.context, ...request, scores: withCut(scores, cutChars), options: judged, capabilities: scorer.info, extras });
+      done.push({ win, verdict, passes: request.variants.length });
+    }
+    if (done.length === 0) {
+      const error = new ContextTooLongError(`no window of this check could be scored within maxPasses (${judged.maxPasses}); raise it, or shorten the context`, { maxPasses: judged.maxPasses });
+      return { ...judgeFailure(error, context, judged, extras), windows: { count: 0, passes: 0, judged: [], notJudged } };
+    }
+    notJudged.messages.sort((a, b) => a - b);
+    return mergeWindowVerdicts(context, done, notJudged, judged, extras);
   }
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {

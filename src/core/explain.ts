@@ -11,6 +11,13 @@ function num(n: number | null | undefined, digits = 3): string {
   return Number.isFinite(n) ? n.toFixed(digits) : String(n);
 }
 
+/** What removing a part does to the call's log-probability, with the right sign: "lowers ... by 0.12" or "raises ... by 0.03". */
+export function removalEffect(delta: number | null | undefined, subject = "the call's"): string {
+  if (delta === null || delta === undefined || !Number.isFinite(delta)) return `changes ${subject} log-probability by ${num(delta)}`;
+  if (delta === 0) return `leaves ${subject} log-probability unchanged`;
+  return `${delta > 0 ? 'lowers' : 'raises'} ${subject} log-probability by ${num(Math.abs(delta))} a token`;
+}
+
 /** One finding behind a verdict, in words. */
 export interface VerdictFinding {
   /** 'result': an injected tool result; 'group': results that drive the call together; 'description': a poisoned tool description; 'attention': MindGuard's attention to a tool. */
@@ -31,7 +38,7 @@ export function verdictFindings(v: Verdict): VerdictFinding[] {
       kind: 'result',
       label: `injected tool result: ${tool} result, msg ${s.messageIndex}`,
       sentence:
-        `Removing the ${tool} result (message ${s.messageIndex}) lowers the call's log-probability by ${num(s.normalizedDelta)} a token, ` +
+        `Removing the ${tool} result (message ${s.messageIndex}) ${removalEffect(s.normalizedDelta)}, ` +
         `against ${num(a!.user.normalizedDelta)} for removing the user's request: that tool result, not the user, drives the call (an injected tool result).`,
     });
   }
@@ -42,7 +49,7 @@ export function verdictFindings(v: Verdict): VerdictFinding[] {
       kind: 'group',
       label: `injected through results together: msg ${g.messageIndexes.join(', ')} (${g.reasons.join(', ')})`,
       sentence:
-        `Removing the tool results in ${which} together (${why}) lowers the call's log-probability by ${num(g.normalizedDelta)} a token, ` +
+        `Removing the tool results in ${which} together (${why}) ${removalEffect(g.normalizedDelta)}, ` +
         `against ${num(g.userDeltas.whole)} for removing the user's request${g.baseline === 'deduplicated' ? ' (both measured as if each repeated result had arrived once)' : ''}${
           a!.spans.some((x) => x.flagged && g.spanIds.includes(x.spanId)) ? '' : ', although none of them alone does'
         }: together they drive the call.`,
@@ -60,8 +67,8 @@ export function verdictFindings(v: Verdict): VerdictFinding[] {
       kind: 'description',
       label: `poisoned tool description${one ? '' : 's'}: ${names}`,
       sentence: one
-        ? `Removing the description of ${names} lowers the call's log-probability by ${num(descriptions[0]!.normalizedDelta)} a token, more than the rule allows against the user's request: that description steers the call (a poisoned tool description).${low}`
-        : `Removing the description of ${descriptions.map((t) => `${t.tool} (${num(t.normalizedDelta)})`).join(', ')} each lowers the call's log-probability more than the rule allows against the user's request: those descriptions steer the call (poisoned tool descriptions).${low}`,
+        ? `Removing the description of ${names} ${removalEffect(descriptions[0]!.normalizedDelta)}, more than the rule allows against the user's request: that description steers the call (a poisoned tool description).${low}`
+        : `Removing the descriptions of ${descriptions.map((t) => `${t.tool} (${num(t.normalizedDelta)})`).join(', ')} each lowers the call's log-probability more than the rule allows against the user's request: those descriptions steer the call (poisoned tool descriptions).${low}`,
     });
   }
   const mg = tp?.attention;
@@ -105,13 +112,27 @@ export function explainVerdict(input: GuardInput, v: Verdict): string {
   if (v.reason === 'not-privileged') return `${decided} without a check: ${call} is not in the privileged tools.`;
   if (v.reason === 'no-untrusted-spans') return `${decided}: the conversation has no untrusted tool result or tool description that could drive ${call}.`;
   const found = verdictFindings(v);
-  if (found.length > 0) return `${decided}. ${found.map((c) => c.sentence).join(' ')}`;
+  const windows = windowsSentence(v);
+  if (found.length > 0) return `${decided}. ${found.map((c) => c.sentence).join(' ')}${windows}`;
   const a = v.attribution;
   if (!a) return `${decided}: nothing was scored.`;
   const top = [...a.spans].sort((x, y) => y.normalizedDelta - x.normalizedDelta)[0];
-  const user = `removing the user's request lowers its log-probability by ${num(a.user.normalizedDelta)} a token`;
-  return top
-    ? `${decided}: the user's request explains ${call}: ${user}; the tool result that matters most (${top.toolName ?? 'tool'}, message ${top.messageIndex}) only ${num(top.normalizedDelta)}, within the rule's margin.`
-    : `${decided}: ${user}, and no tool result or description moves it past the rule.`;
+  const user = `removing the user's request ${removalEffect(a.user.normalizedDelta, 'its')}`;
+  return (
+    (top
+      ? `${decided}: the user's request explains ${call}: ${user}; removing the tool result that matters most (${top.toolName ?? 'tool'}, message ${top.messageIndex}) ${removalEffect(top.normalizedDelta, 'its')}, within the rule's margin.`
+      : `${decided}: ${user}, and no tool result or description moves it past the rule.`) + windows
+  );
+}
+
+/** How a check too long for the window was judged, or '' when it fit one. */
+export function windowsSentence(v: Pick<Verdict, 'windows'>): string {
+  const w = v.windows;
+  if (!w) return '';
+  const missing = [...w.notJudged.messages.map((i) => `tool result ${i}`), ...w.notJudged.tools.map((t) => `the description of ${t}`)];
+  return (
+    ` The conversation did not fit the proxy's window, so it was scored in ${w.count} windows (${w.passes} passes), each tool result and description in one of them against that window's own user delta.` +
+    (missing.length > 0 ? ` Not judged (maxPasses reached): ${missing.join(', ')}.` : '')
+  );
 }
 

@@ -10,6 +10,7 @@ import { ContextTooLongError } from './errors.js';
 import { analyzeMindGuard } from './mindguard/index.js';
 import type { MindGuardVerdict } from './mindguard/types.js';
 import type { ResolvedGuardOptions } from './options.js';
+import type { ContextSizes } from './windows.js';
 import { combineToolPoisoning, toolDescriptionAttribution, type ToolPoisoningVerdict } from './tool-poisoning.js';
 import { buildVariants, type Variant } from './variants.js';
 import { failureVerdict, modelVerdict, notPrivilegedVerdict, noUntrustedSpansVerdict, type TruncationReport, type Verdict, type VerdictExtras } from './verdict.js';
@@ -40,6 +41,8 @@ export interface CheckScores {
   };
   /** What the truncation policy cut to fit the model's window, and what was cut before tokenizing (texts longer than any window holds). */
   truncation: TruncationReport;
+  /** Set, and nothing scored, when the request asked to measure a context too long for the window (ScoreRequest.ifTooLong). */
+  sizes?: ContextSizes;
 }
 
 /** What a check needs from the model: the variants to score and whether attention rows are wanted. */
@@ -119,10 +122,15 @@ export function judge(input: JudgeInput): Verdict {
     };
   }
   const cutSpans = options.truncatedSpans === 'fail' ? truncatedSpans(context, cut) : [];
-  if (cutSpans.length > 0) {
+  const droppedTools = options.truncatedSpans === 'fail' && cut.droppedToolDefinitions;
+  if (cutSpans.length > 0 || droppedTools) {
+    const what = [
+      ...(cutSpans.length > 0 ? [`untrusted tool results were cut to fit the context window (messages ${cutSpans.join(', ')})`] : []),
+      ...(droppedTools ? ['the tool definitions were dropped to fit the context window'] : []),
+    ];
     const error = new ContextTooLongError(
-      `untrusted tool results were cut to fit the context window (messages ${cutSpans.join(', ')}), and truncatedSpans is 'fail': the cut part may hold the injection, so the guard does not judge the call.`,
-      { messages: cutSpans },
+      `${what.join(' and ')}, and truncatedSpans is 'fail': the cut part may hold the injection, so the guard does not judge the call.`,
+      { messages: cutSpans, droppedToolDefinitions: cut.droppedToolDefinitions },
     );
     return { ...judgeFailure(error, context, options, input.extras ?? {}), ...(verdict.truncation ? { truncation: verdict.truncation } : {}) };
   }
@@ -156,7 +164,8 @@ export function judgeToolPoisoning(input: Omit<JudgeInput, 'variants' | 'extras'
   const margin = beforeToolResults ? tp.beforeToolResults.leaveOneOutMargin : tp.leaveOneOutMargin;
   const mindguardOptions = beforeToolResults ? { ...tp.mindguard, airThreshold: tp.beforeToolResults.airThreshold } : tp.mindguard;
   // Descriptions keep the seeds' weighting of dU: their margin was calibrated with it.
-  const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions({ ...options, userWeight: 1 }), options.tau - margin) : null;
+  const values = tp.valueMargin !== null && scores.actionLayout ? { rows: scores.actionLayout.valueRows, margin: tp.valueMargin } : null;
+  const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions({ ...options, userWeight: 1 }), options.tau - margin, options.noiseFloor, values) : null;
   let attention: MindGuardVerdict | null = null;
   if (!tp.attention) unavailable.push('attention: turned off (toolPoisoning.attention = false)');
   else if (!capabilities.attention) {

@@ -45,7 +45,7 @@ function isHighSurrogate(code: number): boolean {
 }
 
 /** One text cut to `limit` code units: the sentences of its middle that name the call (up to half the limit), the rest head and tail. */
-function cutText(text: string, limit: number, terms: readonly string[]): { text: string; cut: number } {
+export function cutText(text: string, limit: number, terms: readonly string[]): { text: string; cut: number } {
   const middle = text.slice(Math.ceil(limit / 2), text.length - Math.floor(limit / 2));
   const kept = callSnippets(middle, terms, Math.floor(limit / 2)).join('\n');
   const rest = limit - kept.length;

@@ -88,12 +88,20 @@ export const GUARD_OPTIONS = group(
       external: { names: ['MAX_CONTEXT_TOKENS'], text: 'count-or-none' },
     }),
     truncatedSpans: option(oneOf(['report', 'fail']), 'report', {
-      summary: 'a check whose untrusted tool result was cut to fit the window: `report` keeps the verdict and lists the cut; `fail` answers with the failure policy',
+      summary: 'a check whose untrusted tool result was cut to fit the window, whose tool definitions were dropped, or whose parts were not all judged within `maxPasses`: `report` keeps the verdict and lists what was cut or not judged; `fail` answers with the failure policy',
       external: { names: ['TRUNCATED_SPANS'], text: 'text' },
+    }),
+    maxPasses: option(integerFrom(1), 128, {
+      summary: 'most forward passes one check may take when it is too long for the window and is scored in several windows; what does not fit them is not judged, and `truncatedSpans` decides',
+      external: { names: ['MAX_PASSES'], text: 'number' },
     }),
     groupAblation: option(flag, true, {
       summary: "also remove groups of untrusted results together (near-duplicates, one tool's results, all of them); `false` keeps the seeds' one-span rule alone",
       external: { names: ['GROUP_ABLATION'], text: 'boolean' },
+    }),
+    noiseFloor: option(finite, 0, {
+      summary: 'a tool result, group or tool description is flagged only when removing it lowers the call\'s log-probability by more than this a token (dS > noiseFloor), whatever dU does to the rule\'s bar',
+      external: { names: ['NOISE_FLOOR'], text: 'number' },
     }),
     groupMargin: option(finite, 0, { summary: 'what a group needs beyond a single span: flagged when dG > w x dU - tau + groupMargin', external: { names: ['GROUP_MARGIN'], text: 'number' } }),
     defense: group(
@@ -115,6 +123,9 @@ export const GUARD_OPTIONS = group(
       {
         leaveOneOut: option(flag, true, { summary: "score the call without each tool's description (one more variant per tool)" }),
         leaveOneOutMargin: option(finite, -0.05, { summary: "a description is flagged when dT - dU > margin - tau (0.05 at the default tau)" }),
+        valueMargin: option(finite, 1, {
+          summary: "also flag a description that explains one argument value of the call by more than this (nats a token) beyond what the user's request explains of it (argument-only poisoning, A2)",
+        }),
         attention: option(flag, true, { summary: "read the proxy's attention rows and build MindGuard's decision-dependence graph" }),
         mindguard: GUARD_MINDGUARD,
         beforeToolResults: group(

@@ -32,6 +32,13 @@ export interface ScoreRequest {
   withAttention: boolean;
   /** Extra sequences: the full context with one message's text replaced (sentence-level leave-one-out). */
   replacements?: ReadonlyArray<{ id: string; messageIndex: number; content: string }>;
+  /** The check's window: at most the model's (the maxContextTokens option); the model's when absent. */
+  maxContextTokens?: number;
+  /**
+   * A context longer than the window: 'truncate' (the default) cuts it to fit and scores; 'measure'
+   * scores nothing and answers with `sizes`, the tokens of each part, so the conductor can plan windows.
+   */
+  ifTooLong?: 'truncate' | 'measure';
   /** Stops the request's model work (the call's deadline or the caller's abort). */
   signal?: AbortSignal;
 }

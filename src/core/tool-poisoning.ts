@@ -19,6 +19,13 @@ export interface ToolDescriptionAttribution {
   nameDelta?: number | null;
   /** The delta over the argument tokens alone, or null without part labels or arguments. */
   argumentsDelta?: number | null;
+  /**
+   * The most this description explains one argument value beyond what the user's request explains of it:
+   * max over values of (its mean token delta without the description - max(0, without the request)); null
+   * without value positions. A description that sets a value the user never asked for (A2) shows here
+   * when the whole-call delta averages it away.
+   */
+  valueDelta?: number | null;
   score: number;
   flagged: boolean;
 }
@@ -48,11 +55,24 @@ export function toolDescriptionAttribution(
   attribution: Pick<AttributionResult, 'variants' | 'user'>,
   rule: DetectionRule,
   tau: number,
+  noiseFloor = -Infinity,
+  values: { rows: ReadonlyArray<{ start: number; end: number }>; margin: number } | null = null,
 ): ToolDescriptionAttribution[] {
+  const full = attribution.variants.find((v) => v.kind === 'full')?.tokenLogProbs;
+  const noUser = attribution.variants.find((v) => v.kind === 'no-user')?.tokenLogProbs;
+  const rows = values && full && noUser ? values.rows.filter((r) => r.end > r.start && r.end <= full.length) : [];
+  const meanDelta = (variant: readonly number[], r: { start: number; end: number }) => {
+    let sum = 0;
+    for (let i = r.start; i < r.end; i++) sum += full![i]! - variant[i]!;
+    return sum / (r.end - r.start);
+  };
+  const userValues = rows.map((r) => Math.max(0, meanDelta(noUser!, r)));
   return attribution.variants
     .filter((v: VariantAttribution) => v.kind === 'no-tool')
     .map((v) => {
       const out = rule({ user: attribution.user.deltas, span: v.deltas, tau });
+      const valueDelta = rows.length > 0 ? Math.max(...rows.map((r, k) => meanDelta(v.tokenLogProbs, r) - userValues[k]!)) : null;
+      const setsValue = valueDelta !== null && values !== null && valueDelta > values.margin;
       return {
         tool: v.id.slice('no-tool:'.length),
         logProb: v.logProb,
@@ -60,8 +80,10 @@ export function toolDescriptionAttribution(
         normalizedDelta: v.normalizedDelta,
         nameDelta: v.deltas.name,
         argumentsDelta: v.deltas.arguments,
+        valueDelta,
         score: out.score,
-        flagged: out.flagged,
+        // The noise floor (attribution.ts): only a description whose removal lowers the call can have steered it.
+        flagged: (out.flagged || setsValue) && v.normalizedDelta > noiseFloor,
       };
     });
 }

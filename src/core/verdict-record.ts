@@ -44,6 +44,12 @@ export interface VerdictRecord {
     chars_cut_before_tokenizing: Array<{ message_index: number; chars_removed: number }>;
     kept_call_sentences: Array<{ message_index: number; sentences: number }>;
   } | null;
+  windows: {
+    count: number;
+    passes: number;
+    judged: Array<{ messages: number[]; tools: string[]; cut_descriptions: string[] }>;
+    not_judged: { messages: number[]; tools: string[] };
+  } | null;
   backend: string | null;
   proxy: string | null;
   timings: Record<string, number>;
@@ -87,6 +93,14 @@ export function verdictRecord(id: string, v: Verdict): VerdictRecord {
           shortened_messages: Object.entries(v.truncation.shortenedMessages).map(([index, tokens]) => ({ message_index: Number(index), tokens_removed: tokens })),
           chars_cut_before_tokenizing: Object.entries(v.truncation.charsCutBeforeTokenizing ?? {}).map(([index, chars]) => ({ message_index: Number(index), chars_removed: chars })),
           kept_call_sentences: Object.entries(v.truncation.keptCallSentences ?? {}).map(([index, sentences]) => ({ message_index: Number(index), sentences })),
+        }
+      : null,
+    windows: v.windows
+      ? {
+          count: v.windows.count,
+          passes: v.windows.passes,
+          judged: v.windows.judged.map((j) => ({ messages: j.messages, tools: j.tools, cut_descriptions: j.cutDescriptions })),
+          not_judged: v.windows.notJudged,
         }
       : null,
     backend: v.backend ?? null,

@@ -34,6 +34,23 @@ export interface Verdict {
   truncation?: TruncationReport;
   /** Tool-description poisoning evidence (leave-one-out over descriptions and MindGuard), when the input lists tools. */
   toolPoisoning?: ToolPoisoningVerdict;
+  /** How a check too long for the proxy's window was scored in several windows (core/windows.ts); absent when it fit one. */
+  windows?: WindowsReport;
+}
+
+/** What each window of a windowed check judged, and what none did. */
+export interface WindowsReport {
+  /** Windows scored. */
+  count: number;
+  /** Forward passes (scored variants) over all windows. */
+  passes: number;
+  /**
+   * Per window: the tool results (message indexes) and the tool descriptions it held and judged, and the
+   * descriptions cut to fit it (longer than a window: head, tail and the sentences naming the call kept).
+   */
+  judged: Array<{ messages: number[]; tools: string[]; cutDescriptions: string[] }>;
+  /** What no window judged because the passes ran out (the maxPasses option). */
+  notJudged: { messages: number[]; tools: string[] };
 }
 
 /** What was cut to fit the model's context window. */

@@ -8,6 +8,7 @@ import { ContextTooLongError } from '../core/errors.js';
 import type { ActionTokenPart } from '../core/attribution.js';
 import type { StructuredContext } from '../core/context.js';
 import type { TruncationReport } from '../core/verdict.js';
+import type { ContextSizes } from '../core/windows.js';
 import type { ActionTextMode } from '../core/options.js';
 import { callJson, encodeActionCall, encodeActionRaw, encodeBos, encodeMessage, encodeToolDef, formatJson, type EncodedAction } from './chat-format.js';
 import { yieldToEventLoop } from '../core/long-texts.js';
@@ -199,5 +200,29 @@ export async function encodeSegmentedCall(tokenizer: ProxyTokenizer, context: St
     layout,
     truncation,
     actionLayout: actionText === 'raw' ? undefined : actionLayout(tokenizer, action.ids, context.action.name, context.action.arguments),
+  };
+}
+
+/** Tokens a chat template adds around one message or tool beyond its text (an estimate; the window planner's margin covers the rest). */
+const TEMPLATE_PART_OVERHEAD_TOKENS = 8;
+
+/**
+ * What each part of a context costs in tokens (core/windows.ts plans windows from it): exactly, in
+ * EdgeArmor's format; for a chat template, its texts' tokens plus TEMPLATE_PART_OVERHEAD_TOKENS a part.
+ */
+export function contextSizes(tokenizer: ProxyTokenizer, context: StructuredContext, actionText: ActionTextMode, format: 'edgearmor' | 'template'): ContextSizes {
+  if (format === 'edgearmor') {
+    const action = actionText === 'raw' ? encodeActionRaw(tokenizer, context.action.raw_text ?? callJson(context.action.name, context.action.arguments)) : encodeActionCall(tokenizer, context.action.name, context.action.arguments);
+    return {
+      fixed: encodeBos(tokenizer).length + action.prefix.length + action.ids.length,
+      tools: context.tools.map((t) => encodeToolDef(tokenizer, t).length),
+      messages: context.messages.map((m) => encodeMessage(tokenizer, m).length),
+    };
+  }
+  const tokens = (text: string) => tokenizer.encodeText(text).length + TEMPLATE_PART_OVERHEAD_TOKENS;
+  return {
+    fixed: tokens(context.action.raw_text ?? callJson(context.action.name, context.action.arguments)),
+    tools: context.tools.map((t) => tokens(`${t.name} ${t.description} ${formatJson(t.parameters ?? {})}`)),
+    messages: context.messages.map((m) => tokens(`${m.tool_name ?? ''}${m.content}${(m.tool_calls ?? []).map((c) => callJson(c.name, c.arguments)).join('')}`)),
   };
 }

@@ -7,7 +7,8 @@ import { maxFittingChars } from '../core/long-texts.js';
 import { validateRuntimeOptions, type ModelRuntimeOptions, type ScoringMode } from '../core/runtime-options.js';
 import type { Scorer, ScoreRequest } from '../core/scorer-port.js';
 import type { BackendName } from '../core/guard-api.js';
-import { encodeSegmentedCall, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
+import type { ContextSizes } from '../core/windows.js';
+import { contextSizes, encodeSegmentedCall, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
 import { encodeTemplateCall } from './template-format.js';
 import { exposeAttentionCached, type AttentionAdaptation } from './attention-adapter.js';
 import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
@@ -97,6 +98,8 @@ export interface EngineScores {
   truncation: TruncationReport;
   /** Tokens fed to the model in this call, summed over variants. */
   computedTokens: number;
+  /** The parts' tokens, when the request asked to measure a context too long for its window (nothing was scored). */
+  sizes?: ContextSizes;
 }
 
 /** A loaded proxy model that scores guard calls: the core's Scorer port, with its tokenizer and a raw-sequence scorer for baselines. */
@@ -297,10 +300,16 @@ async function scoreRequest(
   request: ScoreRequest,
 ): Promise<EngineScores> {
   const { variants } = request;
+  const budget = Math.min(info.maxContextTokens, request.maxContextTokens ?? Infinity);
   // Long texts are cut to what the window could hold and tokenized in chunks that yield and stop on the signal.
   const bounded = await boundLongTexts(tokenizer, request.context, info.maxContextTokens, request.signal);
   const { context } = bounded;
-  const encoded = await encode(bounded.tokenizer, context, request.actionText, info.maxContextTokens);
+  const encoded = await encode(bounded.tokenizer, context, request.actionText, budget);
+  // Too long for the window (the encoder had to cut): a measuring request gets each part's tokens instead of scores.
+  if (request.ifTooLong === 'measure' && (encoded.truncation.droppedToolDefinitions || Object.keys(encoded.truncation.shortenedMessages).length > 0)) {
+    const sizes = contextSizes(bounded.tokenizer, context, request.actionText, info.chatFormat);
+    return { logProbs: new Map(), actionLayout: undefined, actionTokenIds: [], layout: { user: [], tools: [], toolResults: [], actionStart: 0 }, truncation: encoded.truncation, computedTokens: 0, sizes };
+  }
   if (Object.keys(bounded.cutChars).length > 0) encoded.truncation.charsCutBeforeTokenizing = bounded.cutChars;
   const { action } = encoded;
   const sequences: ScoreSequence[] = variants.map((v) => ({

@@ -230,3 +230,31 @@ describe('attribution input checks', () => {
     expect(result.flagged).toEqual([{ spanId: 0, messageIndex: 2, toolName: 'read_travel_plan' }]);
   });
 });
+
+describe('the noise floor', () => {
+  // dU -0.4 (the call likelier without the user's request) puts the rule's bar at -0.4 + 0.1 = -0.3 a token:
+  // a span whose removal RAISES the call (dS -0.1) clears it.
+  const logProbs = { full: tokens(-4.0, 4), 'no-user': tokens(-2.4, 4), 'no-span:0': tokens(-3.6, 4) };
+  const rule = { tau: -0.1, rule: causalArmorRule, ruleName: 'causalarmor' };
+
+  it('without a floor, a negative dU flags a span whose removal raises the call', () => {
+    const result = computeAttribution({ spans: ONE_SPAN, variants: THREE_VARIANTS, logProbs }, rule);
+    expect(result.spans[0]!.normalizedDelta).toBeCloseTo(-0.1, 12);
+    expect(result.detected).toBe(true);
+  });
+
+  it('with the floor at 0, only a span whose removal lowers the call by more than the floor is flagged', () => {
+    expect(computeAttribution({ spans: ONE_SPAN, variants: THREE_VARIANTS, logProbs }, { ...rule, noiseFloor: 0 }).detected).toBe(false);
+    const lowers = { ...logProbs, 'no-span:0': tokens(-4.4, 4) };
+    expect(computeAttribution({ spans: ONE_SPAN, variants: THREE_VARIANTS, logProbs: lowers }, { ...rule, noiseFloor: 0 }).detected).toBe(true);
+    expect(computeAttribution({ spans: ONE_SPAN, variants: THREE_VARIANTS, logProbs: lowers }, { ...rule, noiseFloor: 0.2 }).detected).toBe(false);
+  });
+
+  it('is an option of the guard, applied by attributeWithOptions', () => {
+    const spans = ONE_SPAN;
+    const off = attributeWithOptions({ spans, variants: THREE_VARIANTS, logProbs }, resolveOptions({ rule: 'causalarmor', tau: -0.1, userWeight: 1, noiseFloor: -1 }));
+    const on = attributeWithOptions({ spans, variants: THREE_VARIANTS, logProbs }, resolveOptions({ rule: 'causalarmor', tau: -0.1, userWeight: 1, noiseFloor: 0 }));
+    expect(off.detected).toBe(true);
+    expect(on.detected).toBe(false);
+  });
+});

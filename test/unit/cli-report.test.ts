@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { explainVerdict, verdictTable } from '../../src/cli/report.js';
+import { removalEffect } from '../../src/core/explain.js';
 import type { GuardInput } from '../../src/core/types.js';
 import type { Verdict } from '../../src/core/verdict.js';
 
@@ -118,7 +119,7 @@ describe('edgearmor check: the table', () => {
     const tools = v.toolPoisoning!.leaveOneOut!.tools;
     tools.push({ ...tools[0]!, tool: 'send_email', normalizedDelta: 0.02 });
     expect(verdictTable('c1', INPUT, v).split('\n')[0]).toContain(`(poisoned tool descriptions: ${LONG_TOOL}, send_email)`);
-    expect(explainVerdict(INPUT, v)).toContain(`Removing the description of ${LONG_TOOL} (0.400), send_email (0.020) each lowers`);
+    expect(explainVerdict(INPUT, v)).toContain(`Removing the descriptions of ${LONG_TOOL} (0.400), send_email (0.020) each lowers`);
     expect(explainVerdict(INPUT, v)).toContain("The user's request itself makes this call less likely (dU -0.080), which lowers that bar.");
   });
 
@@ -141,8 +142,17 @@ describe('edgearmor check --explain', () => {
     );
   });
 
+  it('says a removal raises the call when its delta is negative, lowers it when positive', () => {
+    expect(removalEffect(-0.026)).toBe("raises the call's log-probability by 0.026 a token");
+    expect(removalEffect(0.047)).toBe("lowers the call's log-probability by 0.047 a token");
+    expect(removalEffect(0, 'its')).toBe('leaves its log-probability unchanged');
+    const negativeTop = verdict();
+    negativeTop.attribution!.spans[0]!.normalizedDelta = -0.03;
+    expect(explainVerdict(INPUT, negativeTop)).toContain('raises its log-probability by 0.030 a token');
+  });
+
   it('explains an allow by the user request', () => {
-    expect(explainVerdict(INPUT, verdict())).toMatch(/^Allowed: the user's request explains send_money: removing the user's request lowers its log-probability by 0\.050 a token; the tool result that matters most \(.*, message 2\) only 0\.020/);
+    expect(explainVerdict(INPUT, verdict())).toMatch(/^Allowed: the user's request explains send_money: removing the user's request lowers its log-probability by 0\.050 a token; removing the tool result that matters most \(.*, message 2\) lowers its log-probability by 0\.020 a token/);
   });
 
   it('explains a MindGuard block without claiming which of description or results', () => {

@@ -37,6 +37,41 @@ describe('leave-one-out over tool descriptions', () => {
   });
 });
 
+describe('a description that sets one argument value (A2)', () => {
+  // Four action tokens; the last two are an argument value. Without `mail` the value's tokens lose 3 nats
+  // each; without the user's request they lose nothing; the whole call averages the loss to 1.5 a token.
+  const a = computeAttribution(
+    {
+      spans: [],
+      variants: [
+        { id: 'full', kind: 'full' },
+        { id: 'no-user', kind: 'no-user' },
+        { id: 'no-tool:mail', kind: 'no-tool' },
+        { id: 'no-tool:calm', kind: 'no-tool' },
+      ],
+      logProbs: { full: [-1, -1, -1, -1], 'no-user': [-3, -3, -1, -1], 'no-tool:mail': [-1, -1, -4, -4], 'no-tool:calm': [-1.2, -1, -1, -1.2] },
+    },
+    { tau: 0, rule: causalArmorRule, ruleName: 'causalarmor' },
+  );
+  const values = { rows: [{ start: 2, end: 4 }], margin: 1 };
+
+  it('is flagged on the value it sets although the whole-call rule does not flag it', () => {
+    // dU = 1 a token, dT = 1.5: the rule (dT > dU - tau with tau -1) does not flag `mail`...
+    expect(toolDescriptionAttribution(a, causalArmorRule, -1).map((t) => t.flagged)).toEqual([false, false]);
+    // ...its value does: 3 nats a token of the value, none of which the user explains.
+    const tools = toolDescriptionAttribution(a, causalArmorRule, -1, 0, values);
+    expect(tools.map((t) => [t.tool, Number(t.valueDelta!.toFixed(12)), t.flagged])).toEqual([
+      ['mail', 3, true],
+      ['calm', 0.1, false],
+    ]);
+  });
+
+  it('needs the margin, and nothing without value positions', () => {
+    expect(toolDescriptionAttribution(a, causalArmorRule, -1, 0, { ...values, margin: 3 })[0]!.flagged).toBe(false);
+    expect(toolDescriptionAttribution(a, causalArmorRule, -1, 0, null)[0]!.valueDelta).toBeNull();
+  });
+});
+
 describe('the combined tool-poisoning verdict', () => {
   const loo = (tool: string, score: number, flagged: boolean) => ({ tool, logProb: -1, rawDelta: score, normalizedDelta: score, score, flagged });
   const attention = (poisonedTool: string | null, flow: 'control' | 'data' | null, score: number): MindGuardVerdict =>

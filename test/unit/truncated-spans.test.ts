@@ -58,7 +58,15 @@ describe('truncatedSpans', () => {
     expect(judged({ truncatedSpans: 'fail' }, CHARS_CUT)).toMatchObject({ reason: 'failure-policy', error: { code: 'context-too-long' } });
     expect(judged({ truncatedSpans: 'fail' }, UNCUT)).toMatchObject({ decision: 'allow', reason: 'model' });
     // A shortened system prompt or reasoning (message 0 here is the user: never cut; 1 and 3 are calls) is not a tool result.
-    expect(judged({ truncatedSpans: 'fail' }, { droppedToolDefinitions: true, shortenedMessages: { 3: 10 } })).toMatchObject({ reason: 'model' });
+    expect(judged({ truncatedSpans: 'fail' }, { droppedToolDefinitions: false, shortenedMessages: { 3: 10 } })).toMatchObject({ reason: 'model' });
+  });
+
+  it("'fail' counts dropped tool definitions as truncation (issue 32: never a silent drop); 'report' lists them", () => {
+    const dropped = { droppedToolDefinitions: true, shortenedMessages: {} };
+    const failed = judged({ truncatedSpans: 'fail' }, dropped);
+    expect(failed).toMatchObject({ reason: 'failure-policy', decision: 'block', error: { code: 'context-too-long' }, truncation: { droppedToolDefinitions: true } });
+    expect(failed.error?.message).toMatch(/tool definitions were dropped/);
+    expect(judged({ truncatedSpans: 'report' }, dropped)).toMatchObject({ reason: 'model', truncation: { droppedToolDefinitions: true } });
   });
 
   it('lists the cut untrusted spans once each, in order', () => {
