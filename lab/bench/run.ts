@@ -22,6 +22,7 @@ import type { ModelDims } from '../../src/engine/scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from '../../src/engine/tokenizer.js';
 import { CHROMIUM_PATH } from '../../chromium.config.js';
 import { benchGuards, guardsTable } from './guards.js';
+import { benchWindows, windowsTable } from './windows.js';
 import { peakRssDelta } from './memory.js';
 import { writeBenchModel } from './bench-model.js';
 import type { AdapterInfo, DawnBenchRequest, DawnBenchResult } from './dawn.js';
@@ -315,6 +316,10 @@ async function main(): Promise<void> {
     const rows = await benchGuards(10, 2);
     writeFileSync(`${ROOT}lab/bench/results/${date}-guards.json`, `${JSON.stringify({ date, machine: machine(), model: 'embedded q4', cases: 10, reps: 2, rows }, null, 2)}\n`);
     process.stdout.write(`\nOne check through each guard (embedded model, 10 generated cases):\n${guardsTable(rows)}\n`);
+    // Windowed attribution (lab/bench/windows.ts): a check four times the embedded model's window.
+    const windowRows = await benchWindows(5);
+    writeFileSync(`${ROOT}lab/bench/results/${date}-windows.json`, `${JSON.stringify({ date, machine: machine(), model: 'embedded q4, in process', reps: 5, rows: windowRows }, null, 2)}\n`);
+    process.stdout.write(`\nA check longer than the window, scored in windows (embedded model, in process):\n${windowsTable(windowRows)}\n`);
   }
   const summary = all.find((r) => r.backend === 'onnxruntime-node' && r.tokens === 2048 && r.spans === 3);
   if (args.includes('--json') && summary) {

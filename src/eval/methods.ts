@@ -43,6 +43,12 @@ export interface MethodResult {
   groups?: GroupEvidence[];
   /** Whether the tool-description signals flagged the call, for the guard. */
   toolPoisoningDetected?: boolean;
+  /** Where the flagged description steered the call ('control' or 'data'), for the guard. */
+  flow?: string | null;
+  /** Windows the check was scored in, when it did not fit one. */
+  windows?: number;
+  /** Each description's leave-one-out evidence, for the description signal. */
+  descriptions?: Array<{ tool: string; delta: number; score: number; flagged: boolean; valueDelta: number | null; nameDelta: number | null; argumentsDelta: number | null }>;
   /** Why there is no model score ('no-untrusted-spans', 'not-privileged', 'failure-policy', ...), when there is none. */
   reason?: string;
   /** The failure, when the method failed on this case (counted as not flagged). */
@@ -83,7 +89,11 @@ function verdictResult(v: Verdict): MethodResult {
   if (a && a.groups.length > 0) {
     result.groups = a.groups.map((g) => ({ messageIndexes: g.messageIndexes, reasons: g.reasons, delta: g.normalizedDelta, score: g.score, flagged: g.flagged }));
   }
-  if (v.toolPoisoning) result.toolPoisoningDetected = v.toolPoisoning.detected;
+  if (v.toolPoisoning) {
+    result.toolPoisoningDetected = v.toolPoisoning.detected;
+    result.flow = v.toolPoisoning.flow;
+  }
+  if (v.windows) result.windows = v.windows.count;
   if (v.reason !== 'model') result.reason = v.reason;
   if (v.error) result.error = `${v.error.code}: ${v.error.message}`;
   return result;
@@ -107,7 +117,8 @@ function descriptionLooResult(v: Verdict): MethodResult {
     return { score: null, detected: false, flaggedTools: null, ...noSpanEvidence(), reason };
   }
   const flagged = loo.tools.filter((t) => t.flagged).sort((x, y) => y.score - x.score);
-  return { score: Math.max(...loo.tools.map((t) => t.score)), detected: loo.detected, flaggedTools: flagged.map((t) => t.tool), ...noSpanEvidence() };
+  const descriptions = loo.tools.map((t) => ({ tool: t.tool, delta: t.normalizedDelta, score: t.score, flagged: t.flagged, valueDelta: t.valueDelta ?? null, nameDelta: t.nameDelta ?? null, argumentsDelta: t.argumentsDelta ?? null }));
+  return { score: Math.max(...loo.tools.map((t) => t.score)), detected: loo.detected, flaggedTools: flagged.map((t) => t.tool), ...noSpanEvidence(), descriptions };
 }
 
 /** Wraps a guard's verdicts as method results; the poisoned tool a verdict names (toolPoisoning.sourceTool) is its flagged tool. */
