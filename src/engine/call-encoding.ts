@@ -45,6 +45,8 @@ export interface EncodedCall {
   truncation: TruncationReport;
   /** Part labels of the action's tokens; undefined when the encoding cannot label them. */
   actionLayout: ActionLayout | undefined;
+  /** Each part's tokens before any cut (core/windows.ts plans windows from them); set by EdgeArmor's format, which encodes the parts one by one. */
+  sizes?: ContextSizes;
 }
 
 /** Byte ranges of the argument values in `callJson(name, args)`. */
@@ -160,6 +162,7 @@ export async function encodeSegmentedCall(tokenizer: ProxyTokenizer, context: St
   }
   const total = () =>
     bos.length + toolIds.reduce((a, t) => a + t.length, 0) + messageIds.reduce((a, m) => a + m.length, 0) + action.prefix.length + action.ids.length;
+  const sizes: ContextSizes = { fixed: bos.length + action.prefix.length + action.ids.length, tools: toolIds.map((t) => t.length), messages: messageIds.map((m) => m.length) };
   const truncation = await truncateToFit(
     context,
     messageIds,
@@ -200,6 +203,7 @@ export async function encodeSegmentedCall(tokenizer: ProxyTokenizer, context: St
     layout,
     truncation,
     actionLayout: actionText === 'raw' ? undefined : actionLayout(tokenizer, action.ids, context.action.name, context.action.arguments),
+    sizes,
   };
 }
 
@@ -207,18 +211,11 @@ export async function encodeSegmentedCall(tokenizer: ProxyTokenizer, context: St
 const TEMPLATE_PART_OVERHEAD_TOKENS = 8;
 
 /**
- * What each part of a context costs in tokens (core/windows.ts plans windows from it): exactly, in
- * EdgeArmor's format; for a chat template, its texts' tokens plus TEMPLATE_PART_OVERHEAD_TOKENS a part.
+ * What each part of a context costs in tokens when a chat template renders it (the template renders the
+ * conversation whole, so its parts are not counted one by one): each text's tokens plus
+ * TEMPLATE_PART_OVERHEAD_TOKENS. EdgeArmor's format counts them exactly (EncodedCall.sizes).
  */
-export function contextSizes(tokenizer: ProxyTokenizer, context: StructuredContext, actionText: ActionTextMode, format: 'edgearmor' | 'template'): ContextSizes {
-  if (format === 'edgearmor') {
-    const action = actionText === 'raw' ? encodeActionRaw(tokenizer, context.action.raw_text ?? callJson(context.action.name, context.action.arguments)) : encodeActionCall(tokenizer, context.action.name, context.action.arguments);
-    return {
-      fixed: encodeBos(tokenizer).length + action.prefix.length + action.ids.length,
-      tools: context.tools.map((t) => encodeToolDef(tokenizer, t).length),
-      messages: context.messages.map((m) => encodeMessage(tokenizer, m).length),
-    };
-  }
+export function templateContextSizes(tokenizer: ProxyTokenizer, context: StructuredContext): ContextSizes {
   const tokens = (text: string) => tokenizer.encodeText(text).length + TEMPLATE_PART_OVERHEAD_TOKENS;
   return {
     fixed: tokens(context.action.raw_text ?? callJson(context.action.name, context.action.arguments)),

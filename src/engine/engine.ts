@@ -8,7 +8,7 @@ import { validateRuntimeOptions, type ModelRuntimeOptions, type ScoringMode } fr
 import type { Scorer, ScoreRequest } from '../core/scorer-port.js';
 import type { BackendName } from '../core/guard-api.js';
 import type { ContextSizes } from '../core/windows.js';
-import { contextSizes, encodeSegmentedCall, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
+import { encodeSegmentedCall, templateContextSizes, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
 import { encodeTemplateCall } from './template-format.js';
 import { exposeAttentionCached, type AttentionAdaptation } from './attention-adapter.js';
 import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
@@ -307,7 +307,7 @@ async function scoreRequest(
   const encoded = await encode(bounded.tokenizer, context, request.actionText, budget);
   // Too long for the window (the encoder had to cut): a measuring request gets each part's tokens instead of scores.
   if (request.ifTooLong === 'measure' && (encoded.truncation.droppedToolDefinitions || Object.keys(encoded.truncation.shortenedMessages).length > 0)) {
-    const sizes = contextSizes(bounded.tokenizer, context, request.actionText, info.chatFormat);
+    const sizes = encoded.sizes ?? templateContextSizes(bounded.tokenizer, context);
     return { logProbs: new Map(), actionLayout: undefined, actionTokenIds: [], layout: { user: [], tools: [], toolResults: [], actionStart: 0 }, truncation: encoded.truncation, computedTokens: 0, sizes };
   }
   if (Object.keys(bounded.cutChars).length > 0) encoded.truncation.charsCutBeforeTokenizing = bounded.cutChars;
