@@ -193,6 +193,12 @@ def main():
                          "copies are made (data.strip_context): calls from agents that pass neither")
     ap.add_argument("--scramble-values", type=float, default=0.0,
                     help="fraction of training conversations whose copied identifiers are redrawn (model/scramble.py)")
+    ap.add_argument("--scramble-traces", type=float, default=None,
+                    help="the same fraction for the AgentDojo runs and every copy cut from them (default: "
+                         "--scramble-values); 1 leaves no attacker or user value of theirs to memorise")
+    ap.add_argument("--data-fraction", type=float, default=1.0,
+                    help="keep this random share of the --train cases (its own draws): a short run encodes only "
+                         "about what it can train on")
     ap.add_argument("--copy-drills", type=float, default=0.0,
                     help="synthetic copy sequences added, as a fraction of the training sequences (data.copy_drill)")
     ap.add_argument("--resume", action="store_true",
@@ -208,6 +214,9 @@ def main():
     t0 = time.time()
 
     gen_train = [c for p in args.train.split(",") for c in load_jsonl(p)]
+    if args.data_fraction < 1:
+        df_rng = random.Random(args.seed + 6)
+        gen_train = [c for c in gen_train if df_rng.random() < args.data_fraction]
     gen_val = [c for p in args.validation.split(",") for c in load_jsonl(p)]
     traces = [t for t in load_jsonl(args.traces) if not agentdojo.held_out(t, args.trace_holdout)
               and t.get("suite") != args.trace_exclude_suite]
@@ -254,19 +263,26 @@ def main():
     rq_rng = random.Random(args.seed + 1)
     rq = [x for x in (request_counterfactual(c) for c in gen_train)
           if x is not None and args.request_counterfactuals > 0 and rq_rng.random() < args.request_counterfactuals]
+    rq_tr, cf_tr = [], []
     if args.trace_request_counterfactuals > 0:
-        rq += [x for x in (trace_request_counterfactual(t, rq_rng) for t in trace_train)
-               if x is not None and rq_rng.random() < args.trace_request_counterfactuals]
+        rq_tr = [x for x in (trace_request_counterfactual(t, rq_rng) for t in trace_train)
+                 if x is not None and rq_rng.random() < args.trace_request_counterfactuals]
     if args.trace_counterfactuals > 0:
         ad_rng = random.Random(args.seed + 2)
         functions = agentdojo.user_task_functions(trace_train)
-        cf += [x for t in trace_train for x in agentdojo.counterfactuals(t, functions, ad_rng)
-               if ad_rng.random() < args.trace_counterfactuals]
-    if args.scramble_values > 0:
-        # After the counterfactuals are cut, which find AgentDojo's attacker values by their real text.
+        cf_tr = [x for t in trace_train for x in agentdojo.counterfactuals(t, functions, ad_rng)
+                 if ad_rng.random() < args.trace_counterfactuals]
+    p_gen = args.scramble_values
+    p_tr = p_gen if args.scramble_traces is None else args.scramble_traces
+    if p_gen > 0 or p_tr > 0:
+        # After the counterfactuals are cut, which find AgentDojo's attacker values by their real text. One
+        # draw per conversation in a fixed order, so equal fractions give the recipe's data as before.
         sv_rng = random.Random(args.seed + 5)
-        sv = lambda cases: [scramble_values(c, sv_rng) if sv_rng.random() < args.scramble_values else c for c in cases]
-        gen_train, trace_train, cf, rq = sv(gen_train), sv(trace_train), sv(cf), sv(rq)
+        sv = lambda cases, p: [scramble_values(c, sv_rng) if sv_rng.random() < p else c for c in cases]
+        gen_train, trace_train = sv(gen_train, p_gen), sv(trace_train, p_tr)
+        cf, cf_tr = sv(cf, p_gen), sv(cf_tr, p_tr)
+        rq, rq_tr = sv(rq, p_gen), sv(rq_tr, p_tr)
+    cf, rq = cf + cf_tr, rq + rq_tr
     # Most sequences carry their tool list (the guard renders it when the input has one); some go
     # without, as callers that pass no tools do.
     train_ex = enc(gen_train, 1.0, 0.15) + enc(trace_train, 0.8, 0.15) + enc(cf + rq, 1.0, 1.0)

@@ -10,8 +10,9 @@
 # A run named *-no<suite> also scores adv-<suite> (every run of a suite it never saw). Resumable: a run
 # whose model.pt exists is not trained again, one cut short continues from its last checkpoint
 # (train.py --resume), and a score file already complete is kept; so the same command, given again
-# with the runs it brought back, carries on. Weights (fp16) leave first, in $OUT/runs.tar.xz.part-*;
-# scores follow in a second pack, so a scoring pass cut short loses no run.
+# with the runs it brought back, carries on. Weights (fp16) leave first, packed as soon as training ends;
+# after scoring they are packed again, the decision rule's order first, with the scores
+# (lab/model/gpu_pack.py), so a scoring pass cut short loses no run.
 #
 # DEVICE=cpu STEPS=3 SCORE_LIMIT=4 MAX_LEN=1024 runs the same pipeline at a tiny size on a CPU
 # (test/model/pipeline-smoke.test.ts).
@@ -60,12 +61,10 @@ for name in "${names[@]}"; do
   $PY -c "import torch,sys; sd=torch.load(sys.argv[1]); torch.save({k: v.half() for k, v in sd.items()}, sys.argv[2])" \
     "$run/model.pt" "$run/model-fp16.pt"
 done
-pack() {
-  [ -z "${OUT:-}" ] && return
-  rm -f "$OUT/$1".tar.xz.part-*
-  tar cf - --exclude=model.pt --exclude=checkpoint.pt "$RUNS"/gpu-* | xz -1 -T16 | split -b 15M - "$OUT/$1.tar.xz.part-"
+pack() {  # within the device's limits, the runs that may ship first (lab/model/gpu_pack.py)
+  [ -z "${OUT:-}" ] || $PY lab/model/gpu_pack.py "$RUNS" --out "$OUT"
 }
-pack runs
+pack
 score() {  # run set:limit[:tools] ...: one model load per chain; a complete score file is kept
   local run=$1
   shift
@@ -76,6 +75,11 @@ score() {  # run set:limit[:tools] ...: one model load per chain; a complete sco
   done
   timeout "$SCORE_SECONDS" $PY lab/model/score_loo.py --device "$DEVICE" --run "$run" --sets "${sets[@]}" > /dev/null || true
 }
+if [ -n "${DEADLINE:-}" ]; then  # epoch seconds by which the call must have packed everything
+  left=$(( DEADLINE - $(date +%s) - 45 ))
+  SCORE_SECONDS=$(( left < SCORE_SECONDS ? (left > 0 ? left : 1) : SCORE_SECONDS ))
+  echo "scoring for at most $SCORE_SECONDS s"
+fi
 spids=()
 for name in "${names[@]}"; do
   run=$RUNS/gpu-$name
@@ -83,6 +87,8 @@ for name in "${names[@]}"; do
   case $name in *-no*) suite=("adv-${name##*-no}:800") ;; esac
   score "$run" broad-validation:800:tools adv-val:400 asb:1600 "${suite[@]}" &
   spids+=($!)
+  # The report sets; CHOICE_ONLY=1 leaves them to `npm run eval` on the shipped export, here.
+  [ -n "${CHOICE_ONLY:-}" ] && continue
   score "$run" dev:800 broad-test:800:tools validation:600:tools test:600:tools &
   spids+=($!)
 done
@@ -90,5 +96,5 @@ for p in "${spids[@]}"; do wait "$p"; done
 runs=()
 for name in "${names[@]}"; do runs+=("$RUNS/gpu-$name"); done
 $PY lab/model/heldout_report.py "${runs[@]}" --json "$RUNS/heldout.json"
-pack runs
+pack
 [ -z "${OUT:-}" ] || ls -la "$OUT"
