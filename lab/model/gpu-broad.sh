@@ -55,7 +55,7 @@ for spec in "$@"; do
     --eval-every "$EVAL_EVERY" $FLAGS $args > "$run/train.out" 2>&1 &
   pids+=($!)
 done
-for p in "${pids[@]}"; do wait "$p" || { tail -30 "$RUNS"/gpu-*/train.out; exit 1; }; done
+for p in "${pids[@]}"; do wait "$p" || { tail -n 30 "$RUNS"/gpu-*/train.out; exit 1; }; done
 for name in "${names[@]}"; do
   run=$RUNS/gpu-$name
   $PY -c "import torch,sys; sd=torch.load(sys.argv[1]); torch.save({k: v.half() for k, v in sd.items()}, sys.argv[2])" \

@@ -88,8 +88,12 @@ def score_case(model, tok, case, max_len, tool_loo, device="cpu"):
         ids[r, n - len(s):] = torch.tensor(s)  # left padding, as the engine does
         am[r, n - len(s):] = 1
         pos[r, n - len(s):] = torch.arange(len(s))
-    logits, _, _ = model(ids.to(device), am.to(device), pos.to(device), logits_to_keep=len(act) + 1)
-    lp = F.log_softmax(logits[:, :-1].float(), dim=-1).cpu()
+    # Rows in chunks, so that one chunk's attention scores stay near 2^28 numbers: four scorers at a
+    # 4,096-token window ran one H100 out of memory with every variant in one batch (gpu-trials.md).
+    per_chunk = max(1, 2**28 // (model.cfg.num_attention_heads * n * n))
+    lp = torch.cat([F.log_softmax(model(ids[i:i + per_chunk].to(device), am[i:i + per_chunk].to(device),
+                                        pos[i:i + per_chunk].to(device), logits_to_keep=len(act) + 1)[0][:, :-1].float(),
+                                  dim=-1).cpu() for i in range(0, len(seqs), per_chunk)])
     tgt = torch.tensor(act).unsqueeze(0).expand(len(seqs), -1)
     tok_lp = lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1)  # [variants, n_action]
     for (name, _, _), row in zip(vs, tok_lp):
