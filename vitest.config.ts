@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     environment: 'node',
     testTimeout: 60_000,
+    globalSetup: ['test/temp-root.ts'],
     projects: [
       {
         extends: true,
