@@ -24,7 +24,7 @@ import type { LoadedScorer, Scorer, ScoreRequest, ScorerSource } from './scorer-
 import type { GuardInput } from './types.js';
 import { buildVariants } from './variants.js';
 import type { Verdict, VerdictExtras, WindowsReport } from './verdict.js';
-import { mergeWindowVerdicts, type JudgedWindow } from './window-verdict.js';
+import { mergeWindowVerdicts, windowedJudgeOptions, type JudgedWindow } from './window-verdict.js';
 import { planWindows, surelyFits, windowContext, type WindowPlan } from './windows.js';
 
 /** A guard with the sentence scorer the local redactor needs (what a conductor is, wherever it runs). */
@@ -170,6 +170,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     const done: JudgedWindow[] = [];
     const notJudged: WindowsReport['notJudged'] = { messages: [], tools: [] };
     let passes = 0;
+    const perWindow = plans.length > 1 ? windowedJudgeOptions(judged) : judged;
     for (const windowPlan of plans) {
       const win = windowContext(context, windowPlan);
       const plan = planCheck(win.context, resolved);
@@ -183,7 +184,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
       passes += request.variants.length;
       const scores = await serial(() => scorer.score({ context: win.context, ...request, ...common }));
       const cutChars = Object.fromEntries(win.messageIndexes.flatMap((orig, i) => (cut.cutChars[orig] === undefined ? [] : [[i, cut.cutChars[orig]!]])));
-      const verdict = judge({ context: win.context, ...request, scores: withCut(scores, cutChars), options: judged, capabilities: scorer.info, extras });
+      const verdict = judge({ context: win.context, ...request, scores: withCut(scores, cutChars), options: perWindow, capabilities: scorer.info, extras });
       done.push({ win, verdict, passes: request.variants.length });
     }
     if (done.length === 0) {

@@ -128,6 +128,9 @@ export const GUARD_OPTIONS = group(
         }),
         attention: option(flag, true, { summary: "read the proxy's attention rows and build MindGuard's decision-dependence graph" }),
         mindguard: GUARD_MINDGUARD,
+        windowedAirThreshold: option(nonNegative, 3, {
+          summary: 'MindGuard AIR threshold in each window of a check judged in several windows, where the usual thresholds (2.2; 0.81 before any tool result) are lower: every window is one more chance for a benign call to cross them',
+        }),
         beforeToolResults: group(
           {
             airThreshold: option(nonNegative, 0.81, { summary: 'MindGuard AIR threshold for calls made before any tool result' }),

@@ -14,6 +14,25 @@ import { combineToolPoisoning, type ToolDescriptionAttribution, type ToolPoisoni
 import type { TruncationReport, Verdict, VerdictExtras, WindowsReport } from './verdict.js';
 import type { CheckWindow } from './windows.js';
 
+/**
+ * The options each window of a check judged in several windows is judged with: MindGuard's AIR thresholds
+ * raised to `toolPoisoning.windowedAirThreshold`. A benign call gets one chance per window to cross them;
+ * at the usual thresholds MindGuard alone blocked 58% of ASB's and 18% of the MCP set's benign windowed calls
+ * (choice halves), at 3 at most 5% (docs/evaluation.md).
+ */
+export function windowedJudgeOptions(options: ResolvedGuardOptions): ResolvedGuardOptions {
+  const tp = options.toolPoisoning;
+  const raise = (air: number) => Math.max(air, tp.windowedAirThreshold);
+  return {
+    ...options,
+    toolPoisoning: {
+      ...tp,
+      mindguard: { ...tp.mindguard, airThreshold: raise(tp.mindguard.airThreshold) },
+      beforeToolResults: { ...tp.beforeToolResults, airThreshold: raise(tp.beforeToolResults.airThreshold) },
+    },
+  };
+}
+
 /** One scored window and its verdict. */
 export interface JudgedWindow {
   win: CheckWindow;

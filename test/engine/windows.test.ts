@@ -77,6 +77,8 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('windowed attribution on the tiny m
     expect(small.attribution!.variants.map((v) => v.id)).toEqual(expected);
     expect(small.attribution!.variants.map((v) => v.logProb)).toEqual(large.attribution!.variants.map((v) => v.logProb));
     expect(small.decision).toBe(large.decision);
+    // One window: MindGuard's usual threshold after a tool result.
+    expect(small.toolPoisoning!.attention!.threshold).toBe(2.2);
   });
 
   it('a check too long for the window judges every description and every tool result in exactly one window', async () => {
@@ -96,6 +98,8 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('windowed attribution on the tiny m
     expect(v.attribution!.spans.map((s) => [s.spanId, s.messageIndex])).toEqual([[0, 3], [1, 4], [2, 5]]);
     expect(v.toolPoisoning!.leaveOneOut!.tools.map((t) => t.tool).sort()).toEqual([...TOOL_NAMES].sort());
     expect(w.passes).toBe(v.attribution!.variants.length);
+    // Several windows: each judged at the windowed AIR threshold.
+    expect(v.toolPoisoning!.attention!.threshold).toBe(3);
   });
 
   it('with too few passes, what no window judged is listed (report) or answered by the failure policy (fail)', async () => {

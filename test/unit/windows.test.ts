@@ -4,6 +4,7 @@ import { buildContext } from '../../src/core/context.js';
 import { resolveOptions } from '../../src/core/options.js';
 import type { GuardInput } from '../../src/core/types.js';
 import { planWindows, surelyFits, utf8Bytes, windowContext, WINDOW_FILL } from '../../src/core/windows.js';
+import { windowedJudgeOptions } from '../../src/core/window-verdict.js';
 
 const INPUT: GuardInput = {
   messages: [
@@ -79,5 +80,18 @@ describe('surelyFits', () => {
     expect(utf8Bytes('aé€😀')).toBe(1 + 2 + 3 + 4);
     expect(surelyFits(context, 10_000)).toBe(true);
     expect(surelyFits(context, 100)).toBe(false);
+  });
+});
+
+describe('windowedJudgeOptions', () => {
+  it("raises MindGuard's AIR thresholds to the windowed one, and keeps a caller's higher threshold", () => {
+    const raised = windowedJudgeOptions(resolveOptions({}));
+    expect(raised.toolPoisoning.mindguard.airThreshold).toBe(3);
+    expect(raised.toolPoisoning.beforeToolResults.airThreshold).toBe(3);
+    // Nothing else moves.
+    expect({ ...raised, toolPoisoning: null }).toEqual({ ...resolveOptions({}), toolPoisoning: null });
+    const strict = windowedJudgeOptions(resolveOptions({ toolPoisoning: { mindguard: { airThreshold: 4 }, windowedAirThreshold: 1 } }));
+    expect(strict.toolPoisoning.mindguard.airThreshold).toBe(4);
+    expect(strict.toolPoisoning.beforeToolResults.airThreshold).toBe(1);
   });
 });
