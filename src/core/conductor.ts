@@ -192,7 +192,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
       return { ...judgeFailure(error, context, judged, extras), windows: { count: 0, passes: 0, judged: [], notJudged } };
     }
     notJudged.messages.sort((a, b) => a - b);
-    return mergeWindowVerdicts(context, done, notJudged, judged, extras);
+    return mergeWindowVerdicts(context, done, notJudged, judged, extras, cut.cutChars);
   }
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {

@@ -47,10 +47,13 @@ function remapRecord(record: Record<number, number> | undefined, indexes: readon
   return out;
 }
 
-function mergeTruncation(judged: readonly JudgedWindow[]): TruncationReport | undefined {
+/** The windows' cuts in the check's numbering, with every text cut before tokenizing, judged or not. */
+function mergeTruncation(judged: readonly JudgedWindow[], cutChars: Readonly<Record<number, number>>): TruncationReport | undefined {
   const reports = judged.filter((j) => j.verdict.truncation !== undefined);
-  if (reports.length === 0) return undefined;
+  const cutUnjudged = Object.keys(cutChars).length > 0;
+  if (reports.length === 0 && !cutUnjudged) return undefined;
   const out: TruncationReport = { droppedToolDefinitions: false, shortenedMessages: {} };
+  if (cutUnjudged) out.charsCutBeforeTokenizing = { ...cutChars };
   for (const { win, verdict } of reports) {
     const t = verdict.truncation!;
     out.droppedToolDefinitions ||= t.droppedToolDefinitions;
@@ -100,6 +103,8 @@ function mergeToolPoisoning(verdicts: readonly Verdict[], invokedTool: string): 
 /**
  * The check's verdict from its windows' verdicts. `notJudged` lists what no window scored (the passes
  * ran out): under truncatedSpans 'fail' that is the failure policy, under 'report' the verdict lists it.
+ * `cutChars` (the check's numbering) is what was cut before tokenizing: reported whether or not a window
+ * judged the message.
  */
 export function mergeWindowVerdicts(
   context: StructuredContext,
@@ -107,6 +112,7 @@ export function mergeWindowVerdicts(
   notJudged: WindowsReport['notJudged'],
   options: ResolvedGuardOptions,
   extras: VerdictExtras = {},
+  cutChars: Readonly<Record<number, number>> = {},
 ): Verdict {
   const windows: WindowsReport = {
     count: judged.length,
@@ -118,7 +124,7 @@ export function mergeWindowVerdicts(
     })),
     notJudged,
   };
-  const truncation = mergeTruncation(judged);
+  const truncation = mergeTruncation(judged, cutChars);
   const failed = judged.find((j) => j.verdict.reason === 'failure-policy');
   const missing = notJudged.messages.length + notJudged.tools.length > 0;
   const cutDescriptions = [...new Set(windows.judged.flatMap((j) => j.cutDescriptions))];

@@ -47,6 +47,8 @@ export interface MethodResult {
   flow?: string | null;
   /** Windows the check was scored in, when it did not fit one. */
   windows?: number;
+  /** Tool results and descriptions no window judged (maxPasses reached), when there were any. */
+  notJudged?: { messages: number[]; tools: string[] };
   /** Each description's leave-one-out evidence, for the description signal. */
   descriptions?: Array<{ tool: string; delta: number; score: number; flagged: boolean; valueDelta: number | null; nameDelta: number | null; argumentsDelta: number | null }>;
   /** Why there is no model score ('no-untrusted-spans', 'not-privileged', 'failure-policy', ...), when there is none. */
@@ -94,6 +96,7 @@ function verdictResult(v: Verdict): MethodResult {
     result.flow = v.toolPoisoning.flow;
   }
   if (v.windows) result.windows = v.windows.count;
+  if (v.windows && v.windows.notJudged.messages.length + v.windows.notJudged.tools.length > 0) result.notJudged = v.windows.notJudged;
   if (v.reason !== 'model') result.reason = v.reason;
   if (v.error) result.error = `${v.error.code}: ${v.error.message}`;
   return result;

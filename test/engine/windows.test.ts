@@ -10,6 +10,8 @@ import type { GuardInput } from '../../src/core/types.js';
 import { buildVariants } from '../../src/core/variants.js';
 import { buildContext } from '../../src/core/context.js';
 import { resolveOptions } from '../../src/core/options.js';
+import { toEvalCase } from '../../src/eval/cases.js';
+import { guardMethod } from '../../src/eval/methods.js';
 import { createNodeGuard } from '../../src/node.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from './tiny-guard-model.js';
 
@@ -108,6 +110,9 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('windowed attribution on the tiny m
     expect(reported.windows!.notJudged.tools.length + reported.windows!.notJudged.messages.length).toBeGreaterThan(0);
     expect(reported.windows!.passes).toBeLessThanOrEqual(12);
     expect(reported.message).toMatch(/not judged \(maxPasses 12 reached\)/);
+    // The evaluation records it per case.
+    const recorded = await guardMethod(guard({ maxPasses: 12 })).evaluate(toEvalCase({ ...input, label: 'benign' }, 'windows', 'long', 0));
+    expect(recorded.notJudged).toEqual(reported.windows!.notJudged);
     const failed = await guard({ maxPasses: 12, truncatedSpans: 'fail' }).check(input);
     expect(failed.reason).toBe('failure-policy');
     expect(failed.decision).toBe('block');
