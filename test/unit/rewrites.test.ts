@@ -2,6 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { MAX_FIELD_CHARS } from '../../src/core/limits.js';
+import { parseGuardInput } from '../../src/core/guard-input.js';
 import { toEvalCase, type EvalCase } from '../../src/eval/cases.js';
 import { PADDING_WORDS, REWRITES, rewriteCase } from '../../src/eval/rewrites.js';
 
@@ -39,6 +41,19 @@ describe('adversarial rewrites', () => {
     const [before, after] = content.split(INJECTED.input.messages[3]!.content);
     expect(before!.split(' ').length).toBeGreaterThanOrEqual(PADDING_WORDS);
     expect(after!.split(' ').length).toBeGreaterThanOrEqual(PADDING_WORDS);
+  });
+
+  it('padding-limit and padding-limit-before: the injected result padded up to the input limit on one field, around it or all before it', () => {
+    const injection = INJECTED.input.messages[3]!.content;
+    const around = rewritten(INJECTED, 'padding-limit').input.messages[3]!.content;
+    expect(around).toHaveLength(MAX_FIELD_CHARS);
+    const [before, after] = around.split(injection);
+    expect(Math.abs(before!.length - after!.length)).toBeLessThanOrEqual(1);
+    const first = rewritten(INJECTED, 'padding-limit-before').input.messages[3]!.content;
+    expect(first).toHaveLength(MAX_FIELD_CHARS);
+    expect(first.endsWith(`\n${injection}\n`)).toBe(true);
+    // The padded case is still valid input: at the limit, not past it.
+    expect(() => parseGuardInput(rewritten(INJECTED, 'padding-limit').input)).not.toThrow();
   });
 
   it('trailing and filler append one and three ordinary results; combinations apply in order', () => {
