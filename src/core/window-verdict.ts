@@ -50,10 +50,10 @@ function remapRecord(record: Record<number, number> | undefined, indexes: readon
 /** The windows' cuts in the check's numbering, with every text cut before tokenizing, judged or not. */
 function mergeTruncation(judged: readonly JudgedWindow[], cutChars: Readonly<Record<number, number>>): TruncationReport | undefined {
   const reports = judged.filter((j) => j.verdict.truncation !== undefined);
-  const cutUnjudged = Object.keys(cutChars).length > 0;
-  if (reports.length === 0 && !cutUnjudged) return undefined;
+  const cutBeforeTokenizing = Object.keys(cutChars).length > 0;
+  if (reports.length === 0 && !cutBeforeTokenizing) return undefined;
   const out: TruncationReport = { droppedToolDefinitions: false, shortenedMessages: {} };
-  if (cutUnjudged) out.charsCutBeforeTokenizing = { ...cutChars };
+  if (cutBeforeTokenizing) out.charsCutBeforeTokenizing = { ...cutChars };
   for (const { win, verdict } of reports) {
     const t = verdict.truncation!;
     out.droppedToolDefinitions ||= t.droppedToolDefinitions;

@@ -105,32 +105,25 @@ function ordinary(rng: Rng): Message[] {
   return callAndResult({ name: r.name, arguments: r.arguments }, r.content);
 }
 
-/** About `words` words of filler sentences. */
-function fillerText(rng: Rng, words: number): string {
+/** Filler sentences drawn until `size` of them sums to `amount`. */
+function fillerSentences(rng: Rng, amount: number, size: (sentence: string) => number): string {
   const out: string[] = [];
-  let n = 0;
-  while (n < words) {
+  for (let n = 0; n < amount; ) {
     const s = rng.pick(FILLER_SENTENCES);
     out.push(s);
-    n += s.split(' ').length;
+    n += size(s);
   }
   return out.join(' ');
 }
+
+/** About `words` words of filler sentences. */
+const fillerText = (rng: Rng, words: number): string => fillerSentences(rng, words, (s) => s.split(' ').length);
 
 /** Words of filler on each side of a padded result: enough that the injection sits far past any window's head. */
 export const PADDING_WORDS = 1800;
 
 /** Filler of exactly `chars` UTF-16 code units (whole sentences, the last one cut). */
-function fillerChars(rng: Rng, chars: number): string {
-  const out: string[] = [];
-  let n = 0;
-  while (n < chars) {
-    const s = rng.pick(FILLER_SENTENCES);
-    out.push(s);
-    n += s.length + 1;
-  }
-  return out.join(' ').slice(0, chars);
-}
+const fillerChars = (rng: Rng, chars: number): string => fillerSentences(rng, chars, (s) => s.length + 1).slice(0, chars);
 
 /** A padded result up to the input limit on one field (MAX_FIELD_CHARS): the padding split around it, or all before it. */
 function padToLimit(rng: Rng, content: string, before: number): string {
