@@ -85,7 +85,11 @@ for name in "${names[@]}"; do
   run=$RUNS/gpu-$name
   suite=()
   case $name in *-no*) suite=("adv-${name##*-no}:800") ;; esac
-  score "$run" broad-validation:800:tools adv-val:400 asb:1600 "${suite[@]}" &
+  choice=(broad-validation:800:tools adv-val:400 asb:1600)
+  # A held-out-suite run is never a candidate (the rule takes full-data runs), so with CHOICE_ONLY it
+  # leaves the GPU to the candidates and scores its own suite alone.
+  [ -n "${CHOICE_ONLY:-}" ] && [ ${#suite[@]} -gt 0 ] && choice=()
+  score "$run" "${choice[@]}" "${suite[@]}" &
   spids+=($!)
   # The report sets; CHOICE_ONLY=1 leaves them to `npm run eval` on the shipped export, here.
   [ -n "${CHOICE_ONLY:-}" ] && continue

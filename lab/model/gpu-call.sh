@@ -10,6 +10,12 @@
 #
 # then a second call for the weights that did not fit: `python3 lab/model/gpu_pack.py lab/runs --out $OUT
 # --only <names it printed>`. DEVICE=cpu MINUTES=0.05 FRACTION=0.003 SCORE_LIMIT=3 ... rehearses it here.
+#
+# PLAN=continue is the second loan's call (gpu-trials.md, "the second loan"): the first call's best run
+# (m-full-rq33, its fp16 weights carried as lab/runs/init-rq33) trained on for the whole call on a fresh
+# draw of the data, beside the two held-out-suite runs at the embedded shape (S: what `edgearmor adapt`
+# fine-tunes, and three M runs' weights exceed what one call brings back). The embedded model is scored
+# only when BASE is carried (its choice-slice scores came back from the first call).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1
@@ -21,7 +27,7 @@ BASE=${BASE:-lab/runs/base-import}
 deadline=$(( $(date +%s) + SECONDS_LEFT ))
 
 # The embedded model on the choice slices, while the runs train (its window is its own, 1,024 tokens).
-(
+[ -d "$BASE" ] && (
   sets=()
   for spec in broad-validation:800:tools adv-val:400 asb:1600; do
     IFS=: read -r set limit tools <<<"$spec"
@@ -33,13 +39,15 @@ deadline=$(( $(date +%s) + SECONDS_LEFT ))
 
 M="--hidden 384 --layers 6 --heads 6 --ffn 1024 --lr 2e-3 --data-fraction $FRACTION"
 S="--hidden 256 --layers 4 --heads 2 --ffn 704 --lr 3e-3 --data-fraction $FRACTION"
+case ${PLAN:-first} in
+  first) runs=("m-full $M" "m-full-rq33 $M --request-counterfactuals 0.33" "m-full-st1 $M --scramble-traces 1" "s-full $S")
+         [ -z "${SUITE_RUNS:-}" ] || runs+=("m-noslack $M --trace-exclude-suite slack" "m-nobanking $M --trace-exclude-suite banking") ;;
+  # A fresh draw of the data (seed 2) and a lower peak rate: the run's weights are past their warmup.
+  continue) runs=("m-rq33-cont $M --request-counterfactuals 0.33 --init ${INIT:-lab/runs/init-rq33} --seed 2 --lr 1e-3"
+                  "s-noslack $S --trace-exclude-suite slack" "s-nobanking $S --trace-exclude-suite banking") ;;
+  *) echo "PLAN is first or continue, not ${PLAN}" >&2; exit 2 ;;
+esac
 DEADLINE=$deadline CHOICE_ONLY=1 DATA=${DATA:-.gpu} RUNS=${RUNS:-lab/runs} MINUTES=${MINUTES:-4} BATCH_TOKENS=${BATCH_TOKENS:-32768} DEVICE=$DEVICE \
-  bash lab/model/gpu-broad.sh \
-  "m-full $M" \
-  "m-full-rq33 $M --request-counterfactuals 0.33" \
-  "m-full-st1 $M --scramble-traces 1" \
-  "s-full $S" \
-  ${SUITE_RUNS:+"m-noslack $M --trace-exclude-suite slack" "m-nobanking $M --trace-exclude-suite banking"} \
-  2>&1 | tee "$OUT/log.txt"
+  bash lab/model/gpu-broad.sh "${runs[@]}" 2>&1 | tee "$OUT/log.txt"
 wait
 ls -la "$OUT"
