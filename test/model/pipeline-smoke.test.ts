@@ -106,3 +106,32 @@ describe.skipIf(!hasTorch)('GPU training pipeline at a tiny size on the CPU', ()
     expect(existsSync(join(exported, 'onnx', 'model_q4.onnx'))).toBe(true);
   }, 240_000);
 });
+
+describe.runIf(hasTorch)('the held-out-suite base models kept in git', () => {
+  it('build into model directories that the guard loads and checks with (lab/model/suite-bases.sh)', async () => {
+    const out = join(work, 'bases');
+    const printed = execFileSync('bash', ['lab/model/suite-bases.sh', out], { cwd: ROOT, env, encoding: 'utf8' });
+    expect(printed.trim().split('\n')).toEqual([join(out, 'base-noslack'), join(out, 'base-nobanking')]);
+    for (const suite of ['slack', 'banking']) {
+      const dir = join(out, `base-no${suite}`);
+      const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { model: string; files: Record<string, unknown> };
+      expect(manifest.model).toBe(`edgearmor-proxy-no${suite}`);
+      expect(Object.keys(manifest.files)).toEqual(expect.arrayContaining(['onnx/model.onnx', 'onnx/model_q4.onnx', 'config.json']));
+      // The suite it never saw is the one its training log names as left out.
+      const log = JSON.parse(readFileSync(join(dir, 'train-log.json'), 'utf8')) as { args: { trace_exclude_suite: string } };
+      expect(log.args.trace_exclude_suite).toBe(suite);
+    }
+    const { createNodeGuard } = await import('../../src/node.js');
+    const { findCase } = await import('../../src/scenarios/index.js');
+    const c = findCase('banking', 'injection', 1)!;
+    const guard = createNodeGuard({ modelDir: join(out, 'base-nobanking'), modelVariant: 'q4', backends: ['node'] });
+    try {
+      expect(await guard.ready).toMatchObject({ model: 'edgearmor-proxy-nobanking', variant: 'q4' });
+      const verdict = await guard.check({ messages: c.messages, tools: c.tools, action: c.action });
+      expect(verdict.reason).toBe('model');
+      expect(verdict.decision).toMatch(/^(allow|block)$/);
+    } finally {
+      await guard.dispose();
+    }
+  }, 120_000);
+});
