@@ -4,7 +4,7 @@
         --work WORK --base DIR --train-minutes M [--seed 1] [--threads 2] [--families train|all] ...
 
 Reads WORK/traffic-train.jsonl and WORK/traffic-holdout.jsonl ({id, messages, tools} conversations, screened by
-the base guard), WORK/generator-train.jsonl and WORK/generator-validation.jsonl (the package generator's cases),
+the base guard; one marked `unscreened: true` is a source of recurring values only, never trained on), WORK/generator-train.jsonl and WORK/generator-validation.jsonl (the package generator's cases),
 and the model directory DIR (config.json, tokenizer, onnx/model.onnx). Writes WORK/holdout-cases.jsonl (real
 calls and attacks planted at the held-out conversations' calls, for the TypeScript side to score and
 calibrate on), WORK/candidate/ (config, tokenizer, onnx/model.onnx, onnx/model_q4.onnx, manifest.json) and
@@ -109,11 +109,20 @@ def read_inputs(args) -> dict:
         for i, c in enumerate(out[key]):
             if not isinstance(c, dict) or not isinstance(c.get("messages"), list) or "id" not in c:
                 raise BadInput(f"{names[key]} line {i + 1}: expected {{id, messages, tools}}")
-    if not out["train"]:
-        raise BadInput(f"{os.path.join(args.work, names['train'])} has no conversations")
+            if not isinstance(c.get("unscreened", False), bool):
+                raise BadInput(f"{names[key]} line {i + 1}: unscreened is true or false, not {c['unscreened']!r}")
+    if not trained_conversations(out):
+        raise BadInput(f"{os.path.join(args.work, names['train'])} has no conversations to train on (every one is unscreened)")
     if args.generator_share > 0 and not out["gen_train"]:
         raise BadInput(f"{os.path.join(args.work, names['gen_train'])} has no cases (or pass --generator-share 0)")
     return out
+
+
+def trained_conversations(inputs: dict) -> list[dict]:
+    """The training traffic that is trained on: all but the conversations marked `unscreened` (the screening
+    budget ran out before them). Those stay in traffic-train.jsonl because the held-out cases' recurring values
+    are drawn from all of the user's traffic, so the cases planted before screening and after it are the same."""
+    return [c for c in inputs["train"] if not c.get("unscreened")]
 
 
 def write_holdout_cases(args, inputs: dict) -> list[dict]:
@@ -145,8 +154,9 @@ def build_data(args, inputs: dict, tok) -> dict:
 
     holdout = write_holdout_cases(args, inputs)
 
-    lm = [c for c in map(plant.language_model_part, inputs["train"]) if len(c["messages"]) > 1]
-    planted = plant.training_cases(inputs["train"], args.families, args.seed)
+    trained = trained_conversations(inputs)
+    lm = [c for c in map(plant.language_model_part, trained) if len(c["messages"]) > 1]
+    planted = plant.training_cases(trained, args.families, args.seed)
     cf = [x for c in planted for x in counterfactuals(c)]
     rq_rng = random.Random(f"{args.seed}:adapt-rq")
     rq = [x for x in map(request_counterfactual, planted) if x is not None and rq_rng.random() < TRAFFIC_REQUEST_COUNTERFACTUALS]
@@ -187,8 +197,9 @@ def build_data(args, inputs: dict, tok) -> dict:
     hk = {}
     for c in holdout:
         hk[c["kind"]] = hk.get(c["kind"], 0) + 1
-    counts = {"traffic_train_conversations": len(inputs["train"]), "traffic_holdout_conversations": len(inputs["holdout"]),
-              "call_sites": sum(len(plant.call_sites(c)) for c in inputs["train"]), "lm": len(lm),
+    counts = {"traffic_train_conversations": len(trained), "traffic_unscreened_conversations": len(inputs["train"]) - len(trained),
+              "traffic_holdout_conversations": len(inputs["holdout"]),
+              "call_sites": sum(len(plant.call_sites(c)) for c in trained), "lm": len(lm),
               "planted": kinds, "counterfactual": len(cf), "request_counterfactual": len(rq),
               "traffic_sequences": len(traffic_ex), **gen_counts, "holdout_cases": hk,
               "validation_traffic_sequences": len(val_traffic), "validation_generator_sequences": len(val_gen)}

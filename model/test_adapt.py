@@ -165,6 +165,14 @@ class PlantingTest(unittest.TestCase):
         self.assertEqual(again(5), again(5))
         self.assertNotEqual(again(5), again(6))
 
+    def test_unscreened_training_conversations_give_values_but_are_not_trained_on(self):
+        import adapt
+        marked = [dict(c, unscreened=True) if i % 2 else c for i, c in enumerate(TRAIN)]
+        self.assertEqual([c["id"] for c in adapt.trained_conversations({"train": marked})], [c["id"] for c in TRAIN[::2]])
+        # The held-out cases planted before screening (nothing marked) and after it are the same.
+        self.assertEqual(json.dumps(plant.holdout_cases(HOLDOUT, marked, "train", 1, 40)),
+                         json.dumps(plant.holdout_cases(HOLDOUT, TRAIN, "train", 1, 40)))
+
     def test_call_sites_are_every_call_with_the_messages_before_its_turn(self):
         sites = plant.call_sites(TRAIN[1])
         self.assertEqual([s[3]["name"] for s in sites], ["get_emails", "send_money", "send_email"])

@@ -65,9 +65,10 @@ export interface AdaptOptions {
   keepWork?: boolean;
   /**
    * Training shape, for small models and tests: sequence length, batch tokens, held-out cases, generator
-   * cases, and `trainMinutes`, a fixed training time instead of what the budget leaves.
+   * cases, `trainMinutes`, a fixed training time instead of what the budget leaves, and `screenMinutes`, the
+   * screening's time instead of 30% of the budget.
    */
-  training?: { maxLen?: number; batchTokens?: number; holdoutCases?: number; generatorCases?: number; trainMinutes?: number };
+  training?: { maxLen?: number; batchTokens?: number; holdoutCases?: number; generatorCases?: number; trainMinutes?: number; screenMinutes?: number };
   onProgress?: (event: AdaptProgress) => void;
   /** Aborting stops screening and scoring at once; during training it stops training and keeps the best step. */
   signal?: AbortSignal;
@@ -202,8 +203,14 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
   let adapted: Guard | null = null;
   const search = { ...DEFAULT_CALIBRATION_SEARCH, targetFpr, preferredUserWeight: baseOptions.userWeight };
   const lmOnly = conversations.filter((c) => sitesOf.get(c)!.length === 0);
-  const writeTrain = (rows: readonly Conversation[], excluded: ReadonlyMap<Conversation, Array<[number, number]>>): void =>
-    writeFileSync(join(work, 'traffic-train.jsonl'), jsonl(rows.map((c) => ({ ...conversationRecord(c), ...(excluded.has(c) ? { excluded_calls: excluded.get(c) } : {}) }))));
+  // Every training conversation, always in the same order: the held-out cases' recurring values come from all
+  // of them, so model/adapt.py plants the same cases after screening as before it. One the screening budget
+  // did not reach is marked unscreened (never trained on); a call the screen blocked is excluded.
+  const writeTrain = (excluded: ReadonlyMap<Conversation, Array<[number, number]>>, unscreened: ReadonlySet<Conversation>): void =>
+    writeFileSync(
+      join(work, 'traffic-train.jsonl'),
+      jsonl([...train, ...lmOnly].map((c) => ({ ...conversationRecord(c), ...(excluded.has(c) ? { excluded_calls: excluded.get(c) } : {}), ...(unscreened.has(c) ? { unscreened: true } : {}) }))),
+    );
   const pythonArgs = (trainMinutes: number, holdoutCases: number, extra: string[] = []): string[] => [
     '--work', work, '--base', baseModel, '--train-minutes', trainMinutes.toFixed(3), '--seed', String(seed), '--threads', String(threads),
     '--families', families, '--holdout-cases', String(holdoutCases),
@@ -219,7 +226,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
   try {
     // 2. The held-out cases (planted into held-out conversations), scored by the base guard first: its
     //    recalibrated point is the one the training traffic is screened at.
-    writeTrain([...train, ...lmOnly], new Map());
+    writeTrain(new Map(), new Set());
     writeFileSync(join(work, 'traffic-holdout.jsonl'), jsonl(holdout.map(conversationRecord)));
     const nGenerator = options.training?.generatorCases ?? 3000;
     writeFileSync(join(work, 'generator-train.jsonl'), jsonl([...iterateCases({ split: 'train', seed: seed + 100, n: nGenerator })]));
@@ -246,7 +253,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     //    not used. A call blocked at the screening point is never a user-driven example, and its
     //    conversation is language-modelling data only up to it.
     const screenStart = Date.now();
-    const screenBudget = budget * 0.3;
+    const screenBudget = options.training?.screenMinutes ?? budget * 0.3;
     const blockedCalls: ScreenedCall[] = [];
     const excluded = new Map<Conversation, Array<[number, number]>>();
     const used: Conversation[] = [];
@@ -273,7 +280,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     const screenMinutes = minutesSince(screenStart);
 
     // 4. The fine-tune, in what is left less the adapted guard's scoring and the export.
-    writeTrain([...used, ...lmOnly], excluded);
+    const screened = new Set(used);
+    writeTrain(excluded, new Set(train.filter((c) => !screened.has(c))));
     const scoreEstimate = (1.2 * (cases.length + 2 * generatorProbe.length) * secondsPerCheck) / 60 + Math.min(0.5, 0.05 * budget);
     const trainMinutes = options.training?.trainMinutes ?? left() - scoreEstimate - Math.min(1.5, 0.1 * budget);
     if (trainMinutes < 0.02) {

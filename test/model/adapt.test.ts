@@ -66,18 +66,25 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
       minutes: 5,
       seed: 3,
       force: true,
-      training: { maxLen: 512, batchTokens: 2048, holdoutCases: 24, generatorCases: 60, trainMinutes: 0.15 },
+      // Screening stops after a few conversations, as it does on a user's large traffic: the rest are not
+      // trained on, and the held-out cases planted before and after screening must still be the same.
+      training: { maxLen: 512, batchTokens: 2048, holdoutCases: 24, generatorCases: 60, trainMinutes: 0.15, screenMinutes: 0.002 },
       onProgress: (e) => events.push(e),
     });
 
-    // Split and screening: every training conversation screened within the budget.
+    // Split and screening: the screening budget ran out, so some training conversations are not used.
     expect(report.traffic.withToolCalls).toBe(56);
     expect(report.traffic.holdoutConversations).toBe(11);
     expect(report.traffic.trainConversations).toBe(45);
+    expect(report.traffic.usedConversations).toBeGreaterThan(0);
+    expect(report.traffic.unscreenedConversations).toBeGreaterThan(0);
     expect(report.traffic.usedConversations + report.traffic.unscreenedConversations).toBe(45);
     // Screened at the base's point recalibrated on the held-out traffic.
     expect(report.traffic.screenPoint).toEqual({ userWeight: report.holdout.baseRecalibrated.userWeight, tau: report.holdout.baseRecalibrated.tau });
-    expect(report.training['counts']).toMatchObject({ traffic_train_conversations: report.traffic.usedConversations });
+    expect(report.training['counts']).toMatchObject({
+      traffic_train_conversations: report.traffic.usedConversations,
+      traffic_unscreened_conversations: report.traffic.unscreenedConversations,
+    });
     expect(events.some((e) => e.stage === 'screen')).toBe(true);
     expect(events.some((e) => e.stage === 'train')).toBe(true);
     // The table's step count comes from the training log.
