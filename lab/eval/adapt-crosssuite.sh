@@ -12,6 +12,8 @@
 # model in OUT/model, the base/, adapted/ and embedded/ eval runs, and summary.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# bin/edgearmor.js runs dist/, which npm ci builds once: rebuilt here, so a measurement never runs stale code.
+npm run --silent prepare
 out=${1:?usage: bash lab/eval/adapt-crosssuite.sh OUT [SUITE=slack] [adapt flags...]}
 suite=${2:-slack}
 shift $(( $# >= 2 ? 2 : 1 ))

@@ -8,9 +8,11 @@
 #
 # OUT gets traffic.jsonl and eval.jsonl (derived from ../shared/datasets: keep them out of git), the
 # adapted model in OUT/model (its adapt-report.json holds no traffic text), base/ and adapted/ eval runs,
-# and summary-protocol.json. Runs from the repository after `npm ci` (dist/ built).
+# and summary-protocol.json. Runs from the repository after `npm ci` (it rebuilds dist/ first).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# bin/edgearmor.js runs dist/, which npm ci builds once: rebuilt here, so a measurement never runs stale code.
+npm run --silent prepare
 out=${1:?usage: bash lab/eval/adapt-protocol.sh OUT [FAMILY] [adapt flags...]}
 family=${2:-Movies}
 shift $(( $# >= 2 ? 2 : 1 ))
