@@ -76,9 +76,18 @@ export async function startDevServer(options: { serve?: Record<string, string> }
   const plugins = Object.entries(options.serve ?? {}).map(
     ([prefix, dir]): Plugin => ({ name: `serve ${prefix}`, configureServer: (s) => void s.middlewares.use(staticDir(prefix, dir)) }),
   );
-  const server = await createServer({ configFile: CONFIG_FILE, logLevel: 'warn', plugins, server: { port: 0, host: '127.0.0.1', hmr: false } });
+  // Each server pre-bundles the dependencies into its own cache: browser test files run two at a time, and two
+  // dev servers sharing node_modules/.vite would each rewrite the other's optimized files mid-load.
+  const cacheDir = await mkdtemp(join(tmpdir(), 'edgearmor-vite-'));
+  const server = await createServer({ configFile: CONFIG_FILE, cacheDir, logLevel: 'warn', plugins, server: { port: 0, host: '127.0.0.1', hmr: false } });
   await server.listen();
-  return { url: firstLocalUrl(server.resolvedUrls), close: () => server.close() };
+  return {
+    url: firstLocalUrl(server.resolvedUrls),
+    async close() {
+      await server.close();
+      await rm(cacheDir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Builds the MV3 example extension into examples/extension/dist/ and returns that directory. */
