@@ -48,7 +48,9 @@ function isHighSurrogate(code: number): boolean {
 export function cutText(text: string, limit: number, terms: readonly string[]): { text: string; cut: number } {
   const middle = text.slice(Math.ceil(limit / 2), text.length - Math.floor(limit / 2));
   const kept = callSnippets(middle, terms, Math.floor(limit / 2)).join('\n');
-  const rest = limit - kept.length;
+  // The line breaks around the kept sentences count too: a text longer than `limit` would be cut again
+  // (the engine repeats this cut), and that second cut falls in its middle, on the kept sentences.
+  const rest = limit - kept.length - (kept === '' ? 0 : 2);
   let head = Math.ceil(rest / 2);
   let tail = text.length - Math.floor(rest / 2);
   if (isHighSurrogate(text.charCodeAt(head - 1))) head -= 1;

@@ -47,10 +47,17 @@ describe('cutLongTexts', () => {
     expect(long.messages[2]!.content).toBe(text);
   });
 
-  it('keeps the sentence of the middle that names the call', async () => {
+  it('keeps the sentence of the middle that names the call, within the limit, so that cutting again changes nothing', async () => {
     const text = `${PAD.repeat(30)}${INJECTION} ${PAD.repeat(30)}`;
     const cut = await cutLongTexts(buildContext(parseGuardInput(input(text)), resolveOptions({})), MAX_CHARS, 64);
-    expect(cut.context.messages[2]!.content).toContain(INJECTION);
+    const kept = cut.context.messages[2]!.content;
+    expect(kept).toContain(INJECTION);
+    // The engine repeats the cut on what it is sent: a text over the limit by the two line breaks around the
+    // kept sentence lost two characters from its middle, inside the injection ("api/submit" -> "apsubmit").
+    expect(kept.length).toBeLessThanOrEqual(MAX_CHARS);
+    const again = await cutLongTexts(cut.context, MAX_CHARS, 64);
+    expect(again.cutChars).toEqual({});
+    expect(again.context.messages[2]!.content).toBe(kept);
   });
 
   it('refuses a user message longer than any text that fits (user turns are never cut), and stops on the signal', async () => {
