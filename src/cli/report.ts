@@ -49,11 +49,25 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
   const rows: Array<{ label: string; values: string; flag: string }> = [];
   for (const x of a.variants.filter((y) => y.kind !== 'no-tool')) {
     const span = x.kind === 'no-span' ? a.spans.find((s) => `no-span:${s.spanId}` === x.id) : undefined;
+    const sentences = x.kind === 'no-call-sentences' ? a.spans.find((s) => `no-call-sentences:${s.spanId}` === x.id) : undefined;
     const group = x.kind === 'no-group' ? a.groups.find((g) => `no-group:${g.groupId}` === x.id) : undefined;
     const label =
       FIXED_LABELS[x.id] ??
-      (span ? `without ${span.toolName ?? 'tool'} result, msg ${span.messageIndex} (dS)` : group ? `without results msg ${group.messageIndexes.join(', ')}: ${group.reasons.join(', ')} (dG)` : x.id);
-    const flag = span?.flagged ? '  FLAGGED: injected tool result' : group?.flagged ? '  FLAGGED: injected through these results together' : '';
+      (span
+        ? `without ${span.toolName ?? 'tool'} result, msg ${span.messageIndex} (dS)`
+        : sentences
+          ? `without its sentences naming the call, msg ${sentences.messageIndex} (dC)`
+          : group
+            ? `without results msg ${group.messageIndexes.join(', ')}: ${group.reasons.join(', ')} (dG)`
+            : x.id);
+    const spanFlagged = span !== undefined && span.flagged && !(span.callSentences?.flagged === true && span.score === span.callSentences.score);
+    const flag = spanFlagged
+      ? '  FLAGGED: injected tool result'
+      : sentences?.callSentences?.flagged
+        ? '  FLAGGED: injected sentences in a long result'
+        : group?.flagged
+          ? '  FLAGGED: injected through these results together'
+          : '';
     rows.push({ label, values: `${fmt(x.logProb, 14)}${x.id === 'full' ? '' : fmt(x.rawDelta, 11) + fmt(x.normalizedDelta, 12)}`, flag });
   }
   const tp = v.toolPoisoning;

@@ -70,6 +70,12 @@ export interface SpanAttribution {
   deltas: DeltaParts;
   score: number;
   flagged: boolean;
+  /**
+   * A long result's sentences that name the call, removed alone (a `no-call-sentences` variant; variants.ts):
+   * their deltas, the rule's score and whether they flag the span. The span's `score` is the larger of the
+   * two and it is flagged when either is. Absent for short results and results that do not name the call.
+   */
+  callSentences?: { rawDelta: number; normalizedDelta: number; deltas: DeltaParts; score: number; flagged: boolean };
 }
 
 /** Attribution of one group of untrusted spans removed together (groups.ts). */
@@ -169,7 +175,7 @@ export function ruleFromOptions(options: Pick<ResolvedGuardOptions, 'rule' | 'ed
 export interface AttributionInput {
   /** The untrusted spans of the context. */
   spans: readonly UntrustedSpan[];
-  /** The variants that were scored; must include 'full', 'no-user' and one 'no-span' per span; 'no-group' ones carry their members. */
+  /** The variants that were scored; must include 'full', 'no-user' and one 'no-span' per span; 'no-group' ones carry their members; a 'no-call-sentences' one per long result may join its span. */
   variants: readonly Pick<Variant, 'id' | 'kind' | 'group'>[];
   /** Per-variant log-probs of the scored action tokens, one per token, same length for every variant. */
   logProbs: ReadonlyMap<string, ArrayLike<number>> | Readonly<Record<string, ArrayLike<number>>>;
@@ -289,7 +295,7 @@ export function computeAttribution(input: AttributionInput, options: Attribution
     const v = byId.get(`no-span:${span.id}`);
     if (v === undefined) throw new InvalidInputError(`variants: missing "no-span:${span.id}" for the span at message ${span.messageIndex}.`, { variant: `no-span:${span.id}` });
     const out = options.rule({ user: noUser.deltas, span: v.deltas, tau: options.tau });
-    return {
+    const attribution: SpanAttribution = {
       spanId: span.id,
       messageIndex: span.messageIndex,
       toolName: span.toolName,
@@ -299,6 +305,15 @@ export function computeAttribution(input: AttributionInput, options: Attribution
       score: out.score,
       flagged: out.flagged && v.normalizedDelta > floor,
     };
+    const sentences = byId.get(`no-call-sentences:${span.id}`);
+    if (sentences !== undefined) {
+      const s = options.rule({ user: noUser.deltas, span: sentences.deltas, tau: options.tau });
+      const flagged = s.flagged && sentences.normalizedDelta > floor;
+      attribution.callSentences = { rawDelta: sentences.rawDelta, normalizedDelta: sentences.normalizedDelta, deltas: sentences.deltas, score: s.score, flagged };
+      attribution.score = Math.max(attribution.score, s.score);
+      attribution.flagged ||= flagged;
+    }
+    return attribution;
   });
   const groupMargin = options.groupMargin ?? 0;
   const dedupFull = byId.get('deduplicated');

@@ -34,12 +34,15 @@ export function verdictFindings(v: Verdict): VerdictFinding[] {
   const out: VerdictFinding[] = [];
   for (const s of a?.spans.filter((x) => x.flagged) ?? []) {
     const tool = s.toolName ?? 'tool';
+    // Flagged by its sentences that name the call alone (a long result whose other text pulls the call the other way).
+    const bySentences = s.callSentences?.flagged === true && s.score === s.callSentences.score;
+    const removed = bySentences
+      ? `Removing the sentences of the ${tool} result (message ${s.messageIndex}) that name the call ${removalEffect(s.callSentences!.normalizedDelta)} (the whole result: ${num(s.normalizedDelta)})`
+      : `Removing the ${tool} result (message ${s.messageIndex}) ${removalEffect(s.normalizedDelta)}`;
     out.push({
       kind: 'result',
       label: `injected tool result: ${tool} result, msg ${s.messageIndex}`,
-      sentence:
-        `Removing the ${tool} result (message ${s.messageIndex}) ${removalEffect(s.normalizedDelta)}, ` +
-        `against ${num(a!.user.normalizedDelta)} for removing the user's request: that tool result, not the user, drives the call (an injected tool result).`,
+      sentence: `${removed}, against ${num(a!.user.normalizedDelta)} for removing the user's request: that tool result, not the user, drives the call (an injected tool result).`,
     });
   }
   for (const g of a?.groups.filter((x) => x.flagged) ?? []) {

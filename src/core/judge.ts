@@ -87,7 +87,7 @@ export function planCheck(context: StructuredContext, options: ResolvedGuardOpti
   return {
     verdict: null,
     scoring: (capabilities, scored = context) => ({
-      variants: buildVariants(scored, { toolLeaveOneOut: scored.tools.length > 0 && options.toolPoisoning.leaveOneOut, groups: options.groupAblation }),
+      variants: buildVariants(scored, { toolLeaveOneOut: scored.tools.length > 0 && options.toolPoisoning.leaveOneOut, groups: options.groupAblation, callSentences: options.callSentences }),
       withAttention: wantsAttention(scored, options, capabilities),
     }),
   };

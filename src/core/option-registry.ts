@@ -99,6 +99,11 @@ export const GUARD_OPTIONS = group(
       summary: "also remove groups of untrusted results together (near-duplicates, one tool's results, all of them); `false` keeps the seeds' one-span rule alone",
       external: { names: ['GROUP_ABLATION'], text: 'boolean' },
     }),
+    callSentences: option(flag, false, {
+      summary:
+        'in an untrusted result of 1,500 characters or more, also remove the sentences that name the call (its tool or an argument value) and judge that delta by the same rule: filler around an injection otherwise cancels it out (one more variant per such result); off by default: it also blocks padded benign copies (docs/options.md)',
+      external: { names: ['CALL_SENTENCES'], text: 'boolean' },
+    }),
     noiseFloor: option(finite, 0, {
       summary: 'a tool result, group or tool description is flagged only when removing it lowers the call\'s log-probability by more than this a token (dS > noiseFloor), whatever dU does to the rule\'s bar',
       external: { names: ['NOISE_FLOOR'], text: 'number' },

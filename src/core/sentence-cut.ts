@@ -82,6 +82,14 @@ function callTokens(pieces: readonly string[], [a, b]: [number, number], terms: 
   return [...out].sort((x, y) => x - y);
 }
 
+/** Per sentence of a message that names the call (in order), the indexes of its tokens to keep or remove: all of them, or MAX_SENTENCE_TOKENS around each mention in a longer one. */
+export function callSentenceTokens(pieces: readonly string[], terms: readonly string[]): number[][] {
+  if (terms.length === 0) return [];
+  return sentenceRanges(pieces)
+    .map((range) => callTokens(pieces, range, terms))
+    .filter((tokens) => tokens.length > 0);
+}
+
 /**
  * Marks up to `budget` untaken tokens, nearest to a token of `near` first (ties: the earlier token), by
  * distance computed in two linear passes and bucketed by distance: linear in the message length.
@@ -136,17 +144,13 @@ export function planMessageCut(pieces: readonly string[], keep: number, terms: r
   }
   let callSentences = 0;
   const callTokenIndexes: number[] = [];
-  if (terms.length > 0) {
-    for (const range of sentenceRanges(pieces)) {
-      if (left <= 0) break;
-      const tokens = callTokens(pieces, range, terms);
-      if (tokens.length === 0) continue;
-      for (const t of tokens) {
-        mark(t);
-        callTokenIndexes.push(t);
-      }
-      callSentences += 1;
+  for (const tokens of callSentenceTokens(pieces, terms)) {
+    if (left <= 0) break;
+    for (const t of tokens) {
+      mark(t);
+      callTokenIndexes.push(t);
     }
+    callSentences += 1;
   }
   markNearest(take, callTokenIndexes, Math.ceil(left / 2), mark);
   const headShare = Math.ceil(left / 2);

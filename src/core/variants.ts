@@ -1,11 +1,23 @@
 import type { StructuredContext } from './context.js';
 import { untrustedGroups, type GroupReason } from './groups.js';
+import { callTerms } from './sentence-cut.js';
 
 /** Identifier of an ablation variant. */
-export type VariantId = 'full' | 'no-user' | `no-span:${number}` | `no-group:${number}` | 'deduplicated' | 'deduplicated-no-user' | `no-tool:${string}`;
+export type VariantId =
+  | 'full'
+  | 'no-user'
+  | `no-span:${number}`
+  | `no-call-sentences:${number}`
+  | `no-group:${number}`
+  | 'deduplicated'
+  | 'deduplicated-no-user'
+  | `no-tool:${string}`;
 
-/** What a variant removes ('deduplicated': the later copies of near-duplicate results, the baseline duplicate groups are judged against). */
-export type VariantKind = 'full' | 'no-user' | 'no-span' | 'no-group' | 'deduplicated' | 'no-tool';
+/**
+ * What a variant removes ('deduplicated': the later copies of near-duplicate results, the baseline duplicate
+ * groups are judged against; 'no-call-sentences': the sentences of one long result that name the call).
+ */
+export type VariantKind = 'full' | 'no-user' | 'no-span' | 'no-call-sentences' | 'no-group' | 'deduplicated' | 'no-tool';
 
 /** One ablated context, as data: which messages are kept (in order) and which tool descriptions are dropped. */
 export interface Variant {
@@ -13,8 +25,13 @@ export interface Variant {
   kind: VariantKind;
   /** Indexes into the context's messages that this variant keeps, ascending. */
   keep: number[];
-  /** For `no-span` variants: the span's id. */
+  /** For `no-span` and `no-call-sentences` variants: the span's id. */
   spanId?: number;
+  /**
+   * For `no-call-sentences` variants: the message whose sentences naming the call (its tool name or an
+   * argument value; core/sentence-cut.ts) the scorer removes from the text it scores, every other token kept.
+   */
+  callSentencesOf?: number;
   /** For `no-group` variants: the member spans' ids and why they were grouped (groups.ts). */
   group?: { spanIds: number[]; reasons: GroupReason[] };
   /** For `no-tool` variants: the tool descriptions left out of the tool list. */
@@ -34,10 +51,23 @@ export interface VariantOptions {
    * @defaultValue false
    */
   groups?: boolean | undefined;
+  /**
+   * Also build one variant per untrusted result of at least LONG_RESULT_CHARS that names the call, without
+   * the sentences that name it: in a long result, filler around an injection lowers the call's
+   * log-probability as much as the injection raises it, so removing the whole result moves nothing.
+   * @defaultValue false
+   */
+  callSentences?: boolean | undefined;
 }
 
-/** Builds the ablation variants: full, without all of U, without each span, optionally without each group of spans and each tool description; ablation deletes messages, with no placeholder. */
-export function buildVariants(context: Pick<StructuredContext, 'messages' | 'userIndices' | 'spans' | 'tools'>, options: VariantOptions = {}): Variant[] {
+/** Results at least this long (UTF-16 code units) get a `no-call-sentences` variant when they name the call. */
+export const LONG_RESULT_CHARS = 1500;
+
+/** Builds the ablation variants: full, without all of U, without each span, optionally without the call's sentences of each long result, each group of spans and each tool description; ablation deletes messages (or sentences), with no placeholder. */
+export function buildVariants(
+  context: Pick<StructuredContext, 'messages' | 'userIndices' | 'spans' | 'tools'> & Partial<Pick<StructuredContext, 'action'>>,
+  options: VariantOptions = {},
+): Variant[] {
   const all = context.messages.map((_, i) => i);
   const users = new Set(context.userIndices);
   const variants: Variant[] = [
@@ -46,6 +76,16 @@ export function buildVariants(context: Pick<StructuredContext, 'messages' | 'use
   ];
   for (const span of context.spans) {
     variants.push({ id: `no-span:${span.id}`, kind: 'no-span', keep: all.filter((i) => i !== span.messageIndex), spanId: span.id });
+  }
+  if (options.callSentences === true && context.action !== undefined) {
+    const terms = callTerms(context.action);
+    for (const span of context.spans) {
+      const text = context.messages[span.messageIndex]!.content;
+      if (text.length < LONG_RESULT_CHARS) continue;
+      const lower = text.toLowerCase();
+      if (!terms.some((t) => lower.includes(t))) continue;
+      variants.push({ id: `no-call-sentences:${span.id}`, kind: 'no-call-sentences', keep: [...all], spanId: span.id, callSentencesOf: span.messageIndex });
+    }
   }
   if (options.groups === true) {
     const groups = untrustedGroups(context);

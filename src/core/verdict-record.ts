@@ -20,7 +20,8 @@ export interface VerdictRecord {
   score: number | null;
   flagged: Array<{ message_index: number; tool_name: string | null; group?: number }>;
   delta_user: number | null;
-  delta_spans: Array<{ message_index: number; tool_name: string | null; delta: number; raw_delta: number; flagged: boolean }>;
+  /** `delta_call_sentences`: a long result's sentences naming the call removed alone (present only where they were scored). */
+  delta_spans: Array<{ message_index: number; tool_name: string | null; delta: number; raw_delta: number; flagged: boolean; delta_call_sentences?: number }>;
   delta_groups: Array<{ group: number; message_indexes: number[]; reasons: string[]; baseline: string; delta: number; raw_delta: number; delta_user: number; flagged: boolean }>;
   group_margin: number | null;
   log_probs: Record<string, number>;
@@ -68,7 +69,15 @@ export function verdictRecord(id: string, v: Verdict): VerdictRecord {
     score: v.score,
     flagged: v.flagged.map((f) => ({ message_index: f.messageIndex, tool_name: f.toolName, ...(f.groupId !== undefined ? { group: f.groupId } : {}) })),
     delta_user: a?.user.normalizedDelta ?? null,
-    delta_spans: a?.spans.map((s) => ({ message_index: s.messageIndex, tool_name: s.toolName, delta: s.normalizedDelta, raw_delta: s.rawDelta, flagged: s.flagged })) ?? [],
+    delta_spans:
+      a?.spans.map((s) => ({
+        message_index: s.messageIndex,
+        tool_name: s.toolName,
+        delta: s.normalizedDelta,
+        raw_delta: s.rawDelta,
+        flagged: s.flagged,
+        ...(s.callSentences ? { delta_call_sentences: s.callSentences.normalizedDelta } : {}),
+      })) ?? [],
     delta_groups:
       a?.groups.map((g) => ({
         group: g.groupId,

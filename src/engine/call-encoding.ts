@@ -12,7 +12,7 @@ import type { ContextSizes } from '../core/windows.js';
 import type { ActionTextMode } from '../core/options.js';
 import { callJson, encodeActionCall, encodeActionRaw, encodeBos, encodeMessage, encodeToolDef, formatJson, type EncodedAction } from './chat-format.js';
 import { yieldToEventLoop } from '../core/long-texts.js';
-import { callTerms, planMessageCut } from '../core/sentence-cut.js';
+import { callSentenceTokens, callTerms, planMessageCut } from '../core/sentence-cut.js';
 import type { ProxyTokenizer } from './tokenizer.js';
 
 /** Token ranges of the full context, for MindGuard (half-open, in sequence positions). */
@@ -34,12 +34,21 @@ export interface ActionLayout {
   valueRows: Array<{ start: number; end: number }>;
 }
 
+/** One message's text changed in a variant: replaced (sentence ablations of `defend`), or without the sentences that name the call (a `no-call-sentences` variant). */
+export type MessageEdit = { messageIndex: number; content: string } | { messageIndex: number; dropCallSentences: true };
+
+/** The ids of a text (as scored: after any cut) without the tokens of its sentences that name the call (core/sentence-cut.ts). */
+export function dropCallSentenceIds(ids: readonly number[], decodeToken: (id: number) => string, terms: readonly string[]): number[] {
+  const drop = new Set(callSentenceTokens(ids.map(decodeToken), terms).flat());
+  return ids.filter((_, k) => !drop.has(k));
+}
+
 /** One guard call, encoded. */
 export interface EncodedCall {
   /** The scored action; `prefix` follows every variant's context. */
   action: EncodedAction;
-  /** Context ids of a variant: the kept messages, the tool list without `dropTools`, one message's text replaced. */
-  contextIds(keep: readonly number[], dropTools: ReadonlySet<string>, replacement?: { messageIndex: number; content: string }): number[];
+  /** Context ids of a variant: the kept messages, the tool list without `dropTools`, one message's text edited. */
+  contextIds(keep: readonly number[], dropTools: ReadonlySet<string>, edit?: MessageEdit): number[];
   /** Where each component sits in the full variant's sequence. */
   layout: ContextLayout;
   truncation: TruncationReport;
@@ -153,6 +162,7 @@ export async function encodeSegmentedCall(tokenizer: ProxyTokenizer, context: St
       ? encodeActionRaw(tokenizer, context.action.raw_text ?? callJson(context.action.name, context.action.arguments))
       : encodeActionCall(tokenizer, context.action.name, context.action.arguments);
   const bos = encodeBos(tokenizer);
+  const terms = callTerms(context.action);
   let toolIds = context.tools.map((t) => encodeToolDef(tokenizer, t));
   const messageIds: number[][] = [];
   for (const m of context.messages) {
@@ -192,11 +202,17 @@ export async function encodeSegmentedCall(tokenizer: ProxyTokenizer, context: St
 
   return {
     action,
-    contextIds(keep, dropTools, replacement) {
+    contextIds(keep, dropTools, edit) {
       const tools = toolIds.filter((_, i) => !dropTools.has(context.tools[i]!.name));
       const messages = keep.map((i) => {
-        if (replacement?.messageIndex !== i) return messageIds[i]!;
-        return encodeMessage(tokenizer, { ...context.messages[i]!, content: replacement.content });
+        if (edit?.messageIndex !== i) return messageIds[i]!;
+        if ('content' in edit) return encodeMessage(tokenizer, { ...context.messages[i]!, content: edit.content });
+        // The text between the message's last header control token and its closing <|end|> (control tokens never come from text).
+        const ids = messageIds[i]!;
+        let start = ids.length - 2;
+        while (start >= 0 && !tokenizer.isControlId(ids[start]!)) start -= 1;
+        const text = ids.slice(start + 1, -1);
+        return [...ids.slice(0, start + 1), ...dropCallSentenceIds(text, (id) => tokenizer.decodeToken(id), terms), ids[ids.length - 1]!];
       });
       return [...bos, ...tools.flat(), ...messages.flat()];
     },

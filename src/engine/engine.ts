@@ -313,7 +313,7 @@ async function scoreRequest(
   if (Object.keys(bounded.cutChars).length > 0) encoded.truncation.charsCutBeforeTokenizing = bounded.cutChars;
   const { action } = encoded;
   const sequences: ScoreSequence[] = variants.map((v) => ({
-    context: [...encoded.contextIds(v.keep, new Set(v.dropTools ?? [])), ...action.prefix],
+    context: [...encoded.contextIds(v.keep, new Set(v.dropTools ?? []), v.callSentencesOf === undefined ? undefined : { messageIndex: v.callSentencesOf, dropCallSentences: true }), ...action.prefix],
     action: action.ids,
     withAttention: request.withAttention && info.attention && v.kind === 'full',
   }));

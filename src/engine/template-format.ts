@@ -15,7 +15,8 @@ import type { StructuredContext } from '../core/context.js';
 import type { ActionTextMode } from '../core/options.js';
 import type { Message, ToolSpec } from '../core/types.js';
 import { callJson } from './chat-format.js';
-import { truncateToFit, type ContextLayout, type EncodedCall } from './call-encoding.js';
+import { dropCallSentenceIds, truncateToFit, type ContextLayout, type EncodedCall } from './call-encoding.js';
+import { callTerms } from '../core/sentence-cut.js';
 import type { ProxyTokenizer, TemplateMessage } from './tokenizer.js';
 
 const WORD_JOINER = '\u2060';
@@ -172,10 +173,10 @@ export async function encodeTemplateCall(tokenizer: ProxyTokenizer, context: Str
 
   return {
     action: { prefix, ids: actionIds, text: tokenizer.decode(actionIds) },
-    contextIds(keep, dropTools, replacement) {
+    contextIds(keep, dropTools, edit) {
       const toolList = tools.filter((_, i) => !dropTools.has(context.tools[i]!.name));
-      const replaced = replacement ? tokenizer.encodeText(replacement.content) : [];
-      return renderIds(keep, toolList, (i) => (replacement?.messageIndex === i ? replaced : contentIds[i]!));
+      const edited = edit === undefined ? [] : 'content' in edit ? tokenizer.encodeText(edit.content) : dropCallSentenceIds(contentIds[edit.messageIndex]!, (id) => tokenizer.decodeToken(id), callTerms(context.action));
+      return renderIds(keep, toolList, (i) => (edit?.messageIndex === i ? edited : contentIds[i]!));
     },
     layout,
     truncation,

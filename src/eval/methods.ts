@@ -15,6 +15,8 @@ export interface SpanEvidence {
   delta: number;
   score: number;
   flagged: boolean;
+  /** The normalised delta of the span's sentences naming the call, where they were removed alone (a long result; `callSentences`). */
+  callSentencesDelta?: number;
 }
 
 /** A group of untrusted spans removed together (groups.ts), as the evaluation records it. */
@@ -86,7 +88,15 @@ function verdictResult(v: Verdict): MethodResult {
     flaggedMessages: v.flagged.map((f) => f.messageIndex),
     flaggedTools: v.toolPoisoning ? (source ? [source] : []) : null,
     userDelta: a?.user.normalizedDelta ?? null,
-    spans: a?.spans.map((s) => ({ messageIndex: s.messageIndex, toolName: s.toolName, delta: s.normalizedDelta, score: s.score, flagged: s.flagged })) ?? [],
+    spans:
+      a?.spans.map((s) => ({
+        messageIndex: s.messageIndex,
+        toolName: s.toolName,
+        delta: s.normalizedDelta,
+        score: s.score,
+        flagged: s.flagged,
+        ...(s.callSentences ? { callSentencesDelta: s.callSentences.normalizedDelta } : {}),
+      })) ?? [],
   };
   if (a && a.groups.length > 0) {
     result.groups = a.groups.map((g) => ({ messageIndexes: g.messageIndexes, reasons: g.reasons, delta: g.normalizedDelta, score: g.score, flagged: g.flagged }));

@@ -79,6 +79,29 @@ describe.skipIf(!requirement(existsSync(embeddedModelDir()), 'the embedded model
   );
 
   it(
+    "blocks an injection padded to the input limit by its sentences that name the call (callSentences), which the whole result's removal misses",
+    async () => {
+      // A generator validation case (an A2 redirect of send_email's recipient), all 1,000,000 characters of filler before it.
+      const c = generateCases({ split: 'validation', seed: 2, n: 255 })[254]!;
+      const padded = rewriteCase(toEvalCase(c, 'generator-validation', c.id, 254), 'padding-limit-before')!;
+      expect((await guard.check(padded.input)).decision).toBe('allow');
+      const sentences = createNodeGuard({ backends: ['node'], callSentences: true });
+      try {
+        const v = await sentences.check(padded.input);
+        expect(v).toMatchObject({ decision: 'block', reason: 'model' });
+        expect(v.flagged.map((f) => f.messageIndex)).toEqual([3]);
+        const span = v.attribution!.spans.find((s) => s.messageIndex === 3)!;
+        // The filler cancels the injection in the whole result's delta; the sentences naming the call carry it.
+        expect(span.normalizedDelta).toBeLessThan(span.callSentences!.normalizedDelta);
+        expect(span.callSentences!.flagged).toBe(true);
+      } finally {
+        await sentences.dispose();
+      }
+    },
+    60_000,
+  );
+
+  it(
     'keeps its verdicts on generator cases under the rewrites: blocked injections stay blocked, allowed benign calls stay allowed',
     async () => {
       const sample = generatorSample(2);

@@ -278,3 +278,41 @@ describe('a window cut that keeps the sentences naming the call', () => {
     expect(cut.kept).toHaveLength(200);
   });
 });
+
+describe('an injection padded with filler inside one long result', () => {
+  // The filler alone pulls the call down as much as the injection pushes it up: removing the whole result
+  // moves nothing (dS -0.05), removing only its sentences that name the call does (dC 0.9); dU 0.1.
+  const filler = 'The office is open from nine to five on weekdays. Parking is available behind the main building. '.repeat(20);
+  const PADDED = parseGuardInput({
+    messages: [{ role: 'user', content: 'Review my travel plan and book the best flight for me.' }, call('read_travel_plan'), result('read_travel_plan', `${filler}${INJECTION}\n${filler}`)],
+    action: DUPLICATED.action,
+  });
+  const perToken = { full: -1, 'no-user': -1.1, 'no-span:0': -0.95, 'no-call-sentences:0': -1.9 };
+  function judgedPadded(options: GuardOptions) {
+    const resolved = resolveOptions(options);
+    const context = buildContext(PADDED, resolved);
+    const plan = planCheck(context, resolved);
+    if (plan.verdict) throw new Error('expected a call that needs scoring');
+    const request = plan.scoring({ attention: false, attentionUnavailable: 'none in this test', chatFormat: 'edgearmor' });
+    const logProbs = new Map(request.variants.map((v) => [v.id as string, [perToken[v.id as keyof typeof perToken], perToken[v.id as keyof typeof perToken]]]));
+    const scores: CheckScores = { logProbs, layout: { user: [], tools: [], toolResults: [] }, truncation: { droppedToolDefinitions: false, shortenedMessages: {} } };
+    return judge({ context, ...request, scores, options: resolved, capabilities: { attention: false, attentionUnavailable: null, chatFormat: 'edgearmor' } });
+  }
+
+  it('is blocked by its sentences naming the call with callSentences, explained, tabled and recorded as such; without it, allowed', () => {
+    const v = judgedPadded({ callSentences: true });
+    expect(v.decision).toBe('block');
+    expect(v.flagged).toEqual([{ spanId: 0, messageIndex: 2, toolName: 'read_travel_plan' }]);
+    expect(v.attribution!.spans[0]!.callSentences).toMatchObject({ flagged: true, normalizedDelta: expect.closeTo(0.9, 9) });
+    expect(explainVerdict(PADDED, v)).toContain(
+      "Removing the sentences of the read_travel_plan result (message 2) that name the call lowers the call's log-probability by 0.900 a token (the whole result: -0.050)",
+    );
+    expect(verdictTable('padded', PADDED, v)).toMatch(/without its sentences naming the call, msg 2 \(dC\) +-3\.800 +1\.800 +0\.900  FLAGGED: injected sentences in a long result/);
+    expect(verdictRecord('padded', v)['delta_spans']).toEqual([
+      { message_index: 2, tool_name: 'read_travel_plan', delta: expect.closeTo(-0.05, 9), raw_delta: expect.closeTo(-0.1, 9), flagged: true, delta_call_sentences: expect.closeTo(0.9, 9) },
+    ]);
+    const off = judgedPadded({});
+    expect(off.attribution!.variants.some((x) => x.kind === 'no-call-sentences')).toBe(false);
+    expect(off.decision).toBe('allow');
+  });
+});
