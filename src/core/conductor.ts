@@ -227,7 +227,14 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
         const { scorer } = await ready;
         const variants = buildVariants(context).filter((v) => v.kind === 'full');
         const replacements = ablatedTexts.map((content, i) => ({ id: `sentence:${i}`, messageIndex, content }));
-        const scores = await serial(() => scorer.score({ context, variants, actionText: resolved.actionText, withAttention: false, replacements, signal: deadline.signal }));
+        // Each ablation is scored with the whole conversation: one that does not fit the window is measured, not cut and scored.
+        const scores = await serial(() => scorer.score({ context, variants, actionText: resolved.actionText, withAttention: false, replacements, ifTooLong: 'measure', signal: deadline.signal }));
+        if (scores.sizes) {
+          throw new ContextTooLongError(
+            `the conversation does not fit the model's window of ${scorer.info.maxContextTokens} tokens whole, and each sentence of a flagged result is scored with all of it; the result is withheld instead`,
+            { messageIndex, maxContextTokens: scorer.info.maxContextTokens },
+          );
+        }
         const full = scores.logProbs.get('full')!;
         return replacements.map((r) => (total(full) - total(scores.logProbs.get(r.id)!)) / full.length);
       })();

@@ -1,4 +1,4 @@
-import { GuardAbortedError, InvalidInputError, serializeError, type WireError } from './errors.js';
+import { ContextTooLongError, GuardAbortedError, InvalidInputError, serializeError, type WireError } from './errors.js';
 import { maskAssistantTextAfter } from './context.js';
 import type { FlaggedSpan } from './attribution.js';
 import type { ResolvedDefenseOptions, ResolvedGuardOptions } from './options.js';
@@ -137,14 +137,35 @@ export interface SanitizeRequest {
 /** A sanitizer returns the span's text with instructions removed (empty string when it was pure injection). */
 export type Sanitizer = (request: SanitizeRequest) => Promise<string>;
 
+/**
+ * The most sentences, and characters, of one flagged result the local redactor scores one by one. Each
+ * sentence is one more copy of the text, scored with the whole conversation in one window: a result far
+ * longer than any window (a padded page of a million characters) would cost a copy per sentence and could
+ * not be scored anyway, so it is withheld instead, at once.
+ */
+export const MAX_REDACTED_SPAN_SENTENCES = 256;
+export const MAX_REDACTED_SPAN_CHARS = 65_536;
+
 /** Builds the local, LLM-free sanitizer: leave-one-out over the span's sentences (scored by the caller's engine in one batch), then redaction of the sentences that carry the attribution. */
 export function createLocalRedactor(
   scoreSentenceAblations: (request: SanitizeRequest, ablatedTexts: string[], ranges: SentenceRange[]) => Promise<number[]>,
   options: Pick<ResolvedDefenseOptions, 'redactionText' | 'sentenceDeltaThreshold' | 'maxRedactedSentences'>,
 ): Sanitizer {
   return async (request) => {
+    if (request.content.length > MAX_REDACTED_SPAN_CHARS) {
+      throw new ContextTooLongError(
+        `the flagged result has ${request.content.length} characters, more than the ${MAX_REDACTED_SPAN_CHARS} the local redactor scores sentence by sentence; it is withheld instead`,
+        { messageIndex: request.span.messageIndex, chars: request.content.length, maxChars: MAX_REDACTED_SPAN_CHARS },
+      );
+    }
     const ranges = splitSentences(request.content);
     if (ranges.length === 0) return request.content;
+    if (ranges.length > MAX_REDACTED_SPAN_SENTENCES) {
+      throw new ContextTooLongError(
+        `the flagged result has ${ranges.length} sentences, more than the ${MAX_REDACTED_SPAN_SENTENCES} the local redactor scores one by one; it is withheld instead`,
+        { messageIndex: request.span.messageIndex, sentences: ranges.length, maxSentences: MAX_REDACTED_SPAN_SENTENCES },
+      );
+    }
     const deltas = await scoreSentenceAblations(request, sentenceAblations(request.content, ranges), ranges);
     if (deltas.length !== ranges.length) {
       throw new InvalidInputError(`scoreSentenceAblations: returned ${deltas.length} deltas for ${ranges.length} sentences; return one per sentence.`);

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import {
   chooseSentencesToRedact,
   createLocalRedactor,
+  MAX_REDACTED_SPAN_CHARS,
+  MAX_REDACTED_SPAN_SENTENCES,
   DEFAULT_DEFENSE_OPTIONS,
   failureVerdict,
   GuardAbortedError,
@@ -227,6 +229,22 @@ describe('sentence redaction', () => {
     expect(chooseSentencesToRedact([0.2, 0.4], { threshold: 1 })).toEqual([1]);
     expect(chooseSentencesToRedact([0.2, 0.4], { threshold: 1, fallbackToTop: false })).toEqual([]);
     expect(chooseSentencesToRedact([-1, -2])).toEqual([]);
+  });
+
+  it('withholds, at once and without scoring, a flagged result too long to redact sentence by sentence', async () => {
+    let scored = 0;
+    const redactor = createLocalRedactor(async (_request, ablated) => {
+      scored += 1;
+      return ablated.map(() => 1);
+    }, DEFAULT_DEFENSE_OPTIONS);
+    const request = (content: string) => ({ span: FLAGGED[0]!, content, messages: INPUT.messages, action: INPUT.action });
+    await expect(redactor(request('x'.repeat(MAX_REDACTED_SPAN_CHARS + 1)))).rejects.toMatchObject({ code: 'context-too-long', details: { chars: MAX_REDACTED_SPAN_CHARS + 1 } });
+    await expect(redactor(request('Go. '.repeat(MAX_REDACTED_SPAN_SENTENCES + 1)))).rejects.toMatchObject({ code: 'context-too-long', details: { sentences: MAX_REDACTED_SPAN_SENTENCES + 1 } });
+    expect(scored).toBe(0);
+    // The defense withholds the span and records why; the agent still gets its turn.
+    const result = await runDefense(INPUT, detectedVerdict(), OPTIONS, callbacks([BOOK], [allowVerdict()], { sanitize: (r) => redactor({ ...r, content: 'Go. '.repeat(MAX_REDACTED_SPAN_SENTENCES + 1) }) }));
+    expect(result.sanitizedSpans[0]).toMatchObject({ method: 'withheld', error: { code: 'context-too-long' } });
+    expect(result.finalAction).toEqual(BOOK);
   });
 
   it('builds a local redactor that removes the sentences carrying the attribution', async () => {

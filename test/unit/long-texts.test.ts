@@ -115,4 +115,27 @@ describe('the conductor cuts before its scorer sees the context', () => {
     expect(verdict.truncation?.charsCutBeforeTokenizing).toEqual({ 2: long.length - MAX_CHARS, 4: long.length - MAX_CHARS });
     await guard.dispose();
   });
+
+  it("scores defend's sentence ablations only when the whole conversation fits the window, and says so when it does not", async () => {
+    const sent: ScoreRequest[] = [];
+    const base = recordingScorer(sent);
+    let fits = true;
+    // A scorer that measures instead of scoring when asked to and the context does not fit (the engine's 'measure').
+    const measuring: Scorer = {
+      ...base,
+      async score(request) {
+        const scores = await base.score(request);
+        if (request.ifTooLong === 'measure' && !fits) return { ...scores, logProbs: new Map(), sizes: { fixed: 10, tools: [], messages: [5, 5, 900, 5, 5] } };
+        return { ...scores, logProbs: new Map([...scores.logProbs, ...(request.replacements ?? []).map((r) => [r.id, new Float64Array(2).fill(-2)] as const)]) };
+      },
+    };
+    const guard = createConductor({}, { load: async () => ({ scorer: measuring, modelOptions: null }) });
+    const raw = input(`${PAD}${INJECTION}`);
+    // Full -1 a token, each ablation -2 a token: a delta of 1 a token each.
+    expect(await guard.scoreSentenceAblations(raw, 2, ['a', 'b'])).toEqual([1, 1]);
+    expect(sent.at(-1)!.ifTooLong).toBe('measure');
+    fits = false;
+    await expect(guard.scoreSentenceAblations(raw, 2, ['a', 'b'])).rejects.toMatchObject({ code: 'context-too-long', details: { messageIndex: 2, maxContextTokens: 64 } });
+    await guard.dispose();
+  });
 });
