@@ -6,6 +6,7 @@
  * apart; MindGuard's attention signal scores a tool as a whole (its description and its results), and
  * says so.
  */
+import { flaggedByCallSentences } from '../core/attribution.js';
 import { explainVerdict, verdictFindings, verdictHeadline } from '../core/explain.js';
 import type { ModelOptionsStatus } from '../core/model-options.js';
 import type { GuardInput } from '../core/types.js';
@@ -60,7 +61,7 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
           : group
             ? `without results msg ${group.messageIndexes.join(', ')}: ${group.reasons.join(', ')} (dG)`
             : x.id);
-    const spanFlagged = span !== undefined && span.flagged && !(span.callSentences?.flagged === true && span.score === span.callSentences.score);
+    const spanFlagged = span !== undefined && span.flagged && !flaggedByCallSentences(span);
     const flag = spanFlagged
       ? '  FLAGGED: injected tool result'
       : sentences?.callSentences?.flagged

@@ -78,6 +78,11 @@ export interface SpanAttribution {
   callSentences?: { rawDelta: number; normalizedDelta: number; deltas: DeltaParts; score: number; flagged: boolean };
 }
 
+/** Whether a flagged span is explained by its sentences that name the call (their score is the span's), not by the whole result's removal. */
+export function flaggedByCallSentences(span: Pick<SpanAttribution, 'score' | 'callSentences'>): boolean {
+  return span.callSentences?.flagged === true && span.score === span.callSentences.score;
+}
+
 /** Attribution of one group of untrusted spans removed together (groups.ts). */
 export interface GroupAttribution {
   groupId: number;

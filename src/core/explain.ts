@@ -3,6 +3,7 @@
  * found (an injected tool result, a poisoned tool description, or a tool MindGuard's attention ties
  * the call to), a short headline reason, and a plain-language explanation.
  */
+import { flaggedByCallSentences } from './attribution.js';
 import type { GuardInput } from './types.js';
 import type { Verdict } from './verdict.js';
 
@@ -35,8 +36,7 @@ export function verdictFindings(v: Verdict): VerdictFinding[] {
   for (const s of a?.spans.filter((x) => x.flagged) ?? []) {
     const tool = s.toolName ?? 'tool';
     // Flagged by its sentences that name the call alone (a long result whose other text pulls the call the other way).
-    const bySentences = s.callSentences?.flagged === true && s.score === s.callSentences.score;
-    const removed = bySentences
+    const removed = flaggedByCallSentences(s)
       ? `Removing the sentences of the ${tool} result (message ${s.messageIndex}) that name the call ${removalEffect(s.callSentences!.normalizedDelta)} (the whole result: ${num(s.normalizedDelta)})`
       : `Removing the ${tool} result (message ${s.messageIndex}) ${removalEffect(s.normalizedDelta)}`;
     out.push({

@@ -171,11 +171,12 @@ export async function encodeTemplateCall(tokenizer: ProxyTokenizer, context: Str
   }
   layout.actionStart = pos + prefix.length;
 
+  const terms = callTerms(context.action);
   return {
     action: { prefix, ids: actionIds, text: tokenizer.decode(actionIds) },
     contextIds(keep, dropTools, edit) {
       const toolList = tools.filter((_, i) => !dropTools.has(context.tools[i]!.name));
-      const edited = edit === undefined ? [] : 'content' in edit ? tokenizer.encodeText(edit.content) : dropCallSentenceIds(contentIds[edit.messageIndex]!, (id) => tokenizer.decodeToken(id), callTerms(context.action));
+      const edited = edit === undefined ? [] : 'content' in edit ? tokenizer.encodeText(edit.content) : dropCallSentenceIds(contentIds[edit.messageIndex]!, (id) => tokenizer.decodeToken(id), terms);
       return renderIds(keep, toolList, (i) => (edit?.messageIndex === i ? edited : contentIds[i]!));
     },
     layout,
