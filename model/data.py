@@ -68,6 +68,21 @@ def encode_case(tok: Tokenizer, case: dict, max_len: int, rng: random.Random, wi
     def total() -> int:
         return 1 + sum(len(x) for _, parts, _ in enc for x in parts)
 
+    # Like the guard's windows, a client too long for the window keeps the called tool's definition and the
+    # poisoned one (what drove the call) and as many others as fit, drawn at random; only then does it drop them
+    # all. Dropping every definition of a 10-30-tool client never taught the proxy to read descriptions at all.
+    keep_tools = {name for name in ((case.get("action") or {}).get("name"), case.get("poisoned_tool")) if name}
+    tool_names = [t.get("name") for t in (case.get("tools") or [])] if with_tools else []
+    defs = [i for i, e in enumerate(enc) if e[0] == "tool_def"]
+    if total() > max_len and len(defs) > 1:
+        optional = [i for i in defs if tool_names[i] not in keep_tools]
+        rng.shuffle(optional)
+        drop: set[int] = set()
+        for i in optional:
+            if total() - sum(len(x) for j in drop for x in enc[j][1]) <= max_len:
+                break
+            drop.add(i)
+        enc = [e for i, e in enumerate(enc) if i not in drop]
     while total() > max_len and any(r == "tool_def" for r, _, _ in enc):
         enc = [e for e in enc if e[0] != "tool_def"]
     first_user = next((i for i, e in enumerate(enc) if e[0] == "user"), 0)
