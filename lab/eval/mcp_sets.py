@@ -695,6 +695,28 @@ def build(pools: Pools, half: str, n: int, seed: int) -> list[dict]:
     return out
 
 
+def traffic(pools: Pools, half: str, n: int, seed: int, cases: list[dict]) -> list[dict]:
+    """`n` attack-free conversations of `half`'s clients, for `edgearmor adapt` (docs/adapt.md, "MCP clients"):
+    benign twins drawn with their own seed from the BFCL requests that `cases` (the half's evaluation set) do not
+    use and with no request text of theirs, each ending in its call as the agent's last turn (the MCP tools' requests
+    come from the same templates with other values)."""
+    used = {r for c in cases for r in c["bfcl_records"]}
+    asked = {m["content"] for c in cases for m in c["messages"] if m["role"] == "user"}
+    pool = dict(pools.half[half])
+    pool["requests"] = {k: v for k, v in ((k, [r for r in rs if r["id"] not in used]) for k, rs in pool["requests"].items()) if v}
+    rng = random.Random(f"mcp-traffic:{seed}:{half}")
+    out, k = [], 0
+    while len(out) < n:
+        pair = make_pair(rng, pool, half, k, ATTACK_TYPES[k % len(ATTACK_TYPES)], "A1" if k % 2 == 0 else "A2")
+        k += 1
+        if pair and not any(m["role"] == "user" and m["content"] in asked for m in pair[1]["messages"]):
+            twin = pair[1]
+            call = {"name": twin["action"]["name"], "arguments": twin["action"]["arguments"]}
+            out.append({"id": f"mcp-{half}-traffic-{len(out):04d}", "bfcl_records": twin["bfcl_records"], "tools": twin["tools"],
+                        "messages": twin["messages"] + [{"role": "assistant", "content": "", "tool_calls": [call]}]})
+    return out
+
+
 def approx_tokens(case: dict) -> int:
     """Characters over 4 of what the guard reads: messages, tool definitions and the action."""
     return len(json.dumps([case["messages"], case["tools"], case["action"]], ensure_ascii=False)) // 4
@@ -706,6 +728,8 @@ def main():
     ap.add_argument("--out", default="data/heldout")
     ap.add_argument("--n", type=int, default=150, help="injected cases in each half (each with a benign twin)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--traffic", type=int, default=0,
+                    help="also write mcp-<half>-traffic.jsonl: this many attack-free conversations a half for `edgearmor adapt`")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     pools = Pools(args.datasets)
@@ -714,6 +738,10 @@ def main():
         path = os.path.join(args.out, f"mcp-{half}.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(c, ensure_ascii=False) + "\n" for c in cases)
+        if args.traffic:
+            conversations = traffic(pools, half, args.traffic, args.seed, cases)
+            with open(os.path.join(args.out, f"mcp-{half}-traffic.jsonl"), "w", encoding="utf-8") as f:
+                f.writelines(json.dumps(c, ensure_ascii=False) + "\n" for c in conversations)
         toks = sorted(approx_tokens(c) for c in cases)
         print(f"{len(cases)} cases -> {path} (servers: {', '.join(pools.half[half]['servers'])}; ~tokens min {toks[0]}, "
               f"median {toks[len(toks) // 2]}, p90 {toks[int(len(toks) * 0.9)]}, max {toks[-1]})")

@@ -140,6 +140,22 @@ class McpSetsTest(unittest.TestCase):
         self.assertEqual(a, json.dumps(mcp_sets.build(self.pools, "report", 16, seed=5)))
         self.assertNotEqual(a, json.dumps(mcp_sets.build(self.pools, "report", 16, seed=6)))
 
+    def test_adapt_traffic_is_attack_free_and_shares_no_request_with_the_evaluation_half(self):
+        traffic = mcp_sets.traffic(self.pools, "report", 40, 3, self.cases["report"])
+        asked = {m["content"] for c in self.cases["report"] for m in c["messages"] if m["role"] == "user"}
+        used = {r for c in self.cases["report"] for r in c["bfcl_records"]}
+        self.assertEqual(len(traffic), 40)
+        for conv in traffic:
+            self.assertFalse(set(conv["bfcl_records"]) & used)
+            self.assertFalse({m["content"] for m in conv["messages"] if m["role"] == "user"} & asked)
+            call = conv["messages"][-1]["tool_calls"][0]
+            self.assertIn(call["name"], {t["name"] for t in conv["tools"]})
+            text = json.dumps(conv, ensure_ascii=False)
+            for attack in self.cases["report"]:
+                for v in attack.get("attacker_values") or []:
+                    if len(str(v)) >= 6:
+                        self.assertNotIn(str(v), text)
+
     def test_no_attack_phrasing_is_taken_from_the_training_templates(self):
         training = [t for fam in (corpus.INJECTIONS, corpus.POISONS_A1, corpus.POISONS_A2) for ts in fam.values() for t in ts]
         training_text = "\n".join(training).lower()
