@@ -23,7 +23,7 @@ import type { Guard } from '../core/guard-api.js';
 import { resolveOptions } from '../core/options.js';
 import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
 import { iterateCases } from '../scenarios/index.js';
-import { readHoldoutCases, scoreAll } from './holdout.js';
+import { holdoutSize, measureCheckSeconds, readHoldoutCases, scoreAll } from './holdout.js';
 import { findPython, runPython } from './python.js';
 import { callSites, readTraffic, type CallSite, type Conversation, type TrafficFormat } from './traffic.js';
 
@@ -232,8 +232,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     writeFileSync(join(work, 'generator-train.jsonl'), jsonl([...iterateCases({ split: 'train', seed: seed + 100, n: nGenerator })]));
     writeFileSync(join(work, 'generator-validation.jsonl'), jsonl([...iterateCases({ split: 'validation', seed: seed + 101, n: Math.max(20, Math.round(nGenerator / 10)) })]));
     const generatorProbe = [...iterateCases({ split: 'test', seed: seed + 102, n: 30 })].map((g) => ({ label: g.label, input: parseGuardInput(g) }));
-    // About a tenth of the budget for each guard's held-out scoring, at 0.5 s a check until measured.
-    const holdoutCases = options.training?.holdoutCases ?? Math.max(60, Math.min(300, Math.floor((budget * 0.1 * 60) / 0.5)));
+    // About a tenth of the budget for each guard's held-out scoring, at the base guard's time on real held-out calls.
+    const holdoutCases = options.training?.holdoutCases ?? holdoutSize(budget, await measureCheckSeconds(base, holdout.flatMap((c) => sitesOf.get(c)!.slice(0, 1).map((s) => s.input)), options.signal));
     await runPython(python, pythonArgs(0, holdoutCases, ['--plant-only']), threads, join(work, 'plant-py.log'), onPython, options.signal);
     const holdoutText = readFileSync(join(work, 'holdout-cases.jsonl'), 'utf8');
     const cases = readHoldoutCases(join(work, 'holdout-cases.jsonl'));

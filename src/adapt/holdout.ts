@@ -51,3 +51,23 @@ export async function scoreAll(guard: Guard, cases: readonly HoldoutCase[], opti
   }
   return out;
 }
+
+/**
+ * How many held-out cases to plant: about a tenth of the budget for each guard's scoring, at the time a check
+ * takes (60 to 300). A check of a 20-tool MCP client takes seconds (it is judged in windows), one of a short
+ * conversation a fraction of one; sized at a fixed 0.5 s, the first took the whole budget.
+ */
+export function holdoutSize(budgetMinutes: number, secondsPerCheck: number): number {
+  return Math.max(60, Math.min(300, Math.floor((budgetMinutes * 0.1 * 60) / Math.max(secondsPerCheck, 0.05))));
+}
+
+/** Seconds a check of these calls takes with the guard: one untimed (it loads the model), then up to two timed. */
+export async function measureCheckSeconds(guard: Guard, inputs: readonly GuardInput[], signal?: AbortSignal): Promise<number> {
+  const [first, ...timed] = inputs.slice(0, 3);
+  if (first === undefined) return 0.5;
+  await guard.check(first, signal ? { signal } : {});
+  if (timed.length === 0) return 0.5;
+  const t0 = Date.now();
+  for (const input of timed) await guard.check(input, signal ? { signal } : {});
+  return (Date.now() - t0) / 1000 / timed.length;
+}
