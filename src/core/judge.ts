@@ -11,7 +11,7 @@ import { analyzeMindGuard } from './mindguard/index.js';
 import type { MindGuardVerdict } from './mindguard/types.js';
 import type { ResolvedGuardOptions } from './options.js';
 import type { ContextSizes } from './windows.js';
-import { combineToolPoisoning, toolDescriptionAttribution, type ToolPoisoningVerdict } from './tool-poisoning.js';
+import { argumentValueList, combineToolPoisoning, quotedValues, toolDescriptionAttribution, type ToolPoisoningVerdict } from './tool-poisoning.js';
 import { buildVariants, type Variant } from './variants.js';
 import { failureVerdict, modelVerdict, notPrivilegedVerdict, noUntrustedSpansVerdict, type TruncationReport, type Verdict, type VerdictExtras } from './verdict.js';
 
@@ -30,7 +30,7 @@ export interface CheckScores {
   /** Per variant id, the log-prob of each action token. */
   logProbs: ReadonlyMap<string, ArrayLike<number>>;
   /** Part labels and argument-value rows of the action tokens (template action text only). */
-  actionLayout?: { parts: readonly ActionTokenPart[]; valueRows: ReadonlyArray<{ start: number; end: number }> } | undefined;
+  actionLayout?: { parts: readonly ActionTokenPart[]; valueRows: ReadonlyArray<{ start: number; end: number; value?: number }> } | undefined;
   /** Attention rows of the full variant's action tokens, when asked and available. */
   attention?: { data: Float32Array; dims: { layers: number; heads: number; rows: number; cols: number } } | undefined;
   /** Where each component sits in the full variant's sequence. */
@@ -164,7 +164,11 @@ export function judgeToolPoisoning(input: Omit<JudgeInput, 'variants' | 'extras'
   const margin = beforeToolResults ? tp.beforeToolResults.leaveOneOutMargin : tp.leaveOneOutMargin;
   const mindguardOptions = beforeToolResults ? { ...tp.mindguard, airThreshold: tp.beforeToolResults.airThreshold } : tp.mindguard;
   // Descriptions keep the seeds' weighting of dU: their margin was calibrated with it.
-  const values = tp.valueMargin !== null && scores.actionLayout ? { rows: scores.actionLayout.valueRows, margin: tp.valueMargin } : null;
+  // The value rule judges a description only on the values its definition quotes (a planted value is given there).
+  const values =
+    tp.valueMargin !== null && scores.actionLayout
+      ? { rows: scores.actionLayout.valueRows, margin: tp.valueMargin, quotes: quotedValues(context.tools, argumentValueList(context.action.arguments)) }
+      : null;
   const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions({ ...options, userWeight: 1 }), options.tau - margin, options.noiseFloor, values) : null;
   let attention: MindGuardVerdict | null = null;
   if (!tp.attention) unavailable.push('attention: turned off (toolPoisoning.attention = false)');

@@ -23,7 +23,8 @@ export interface ToolDescriptionAttribution {
    * The most this description explains one argument value beyond what the user's request explains of it:
    * max over values of (its mean token delta without the description - max(0, without the request)); null
    * without value positions. A description that sets a value the user never asked for (A2) shows here
-   * when the whole-call delta averages it away.
+   * when the whole-call delta averages it away. Only the values its definition quotes count (quotedValues);
+   * null when it quotes none or without value positions.
    */
   valueDelta?: number | null;
   score: number;
@@ -50,13 +51,50 @@ export interface ToolPoisoningVerdict {
   unavailable: string[];
 }
 
+/** The argument values of a call, in the order its JSON writes them (one value when the arguments are not an object). */
+export function argumentValueList(args: unknown): unknown[] {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return [args];
+  return Object.values(args as Record<string, unknown>).filter((v) => v !== undefined);
+}
+
+/** Fewest characters of a value a tool definition must quote for the value rule to judge that definition on it. */
+export const MIN_QUOTED_VALUE_CHARS = 4;
+
+/**
+ * For each tool, the indexes of the call's argument values that its definition (description and parameter
+ * schema) quotes: a string or number (or one inside a list or object) of at least MIN_QUOTED_VALUE_CHARS characters
+ * found in it, case aside.
+ * An argument-only poisoning has to give its value; a description that documents how to fill its own
+ * parameters (a count, a flag, the model's own text) quotes none of them.
+ */
+export function quotedValues(tools: ReadonlyArray<{ name: string; description: string; parameters?: unknown }>, values: readonly unknown[]): Map<string, Set<number>> {
+  // A list or object value is quoted when one of its strings or numbers is (a planted address in a list of recipients).
+  const leaves = (v: unknown): string[] =>
+    typeof v === 'string' || typeof v === 'number' ? [String(v).trim().toLowerCase()] : v !== null && typeof v === 'object' ? Object.values(v).flatMap(leaves) : [];
+  const texts = values.map((v) => leaves(v).filter((text) => text.length >= MIN_QUOTED_VALUE_CHARS));
+  return new Map(
+    tools.map((t) => {
+      const definition = `${t.description}\n${JSON.stringify(t.parameters ?? {})}`.toLowerCase();
+      return [t.name, new Set(texts.flatMap((quoted, i) => (quoted.some((text) => definition.includes(text)) ? [i] : [])))];
+    }),
+  );
+}
+
+/** Where the call's argument values sit among the action's tokens, for the value rule; `value` indexes argumentValueList. */
+export interface ValueRows {
+  rows: ReadonlyArray<{ start: number; end: number; value?: number }>;
+  margin: number;
+  /** When given, a description is judged only on the values its definition quotes (quotedValues); else on every value. */
+  quotes?: ReadonlyMap<string, ReadonlySet<number>>;
+}
+
 /** Judges each `no-tool:<name>` variant against the user's request with the same rule as spans. */
 export function toolDescriptionAttribution(
   attribution: Pick<AttributionResult, 'variants' | 'user'>,
   rule: DetectionRule,
   tau: number,
   noiseFloor = -Infinity,
-  values: { rows: ReadonlyArray<{ start: number; end: number }>; margin: number } | null = null,
+  values: ValueRows | null = null,
 ): ToolDescriptionAttribution[] {
   const full = attribution.variants.find((v) => v.kind === 'full')?.tokenLogProbs;
   const noUser = attribution.variants.find((v) => v.kind === 'no-user')?.tokenLogProbs;
@@ -70,11 +108,14 @@ export function toolDescriptionAttribution(
   return attribution.variants
     .filter((v: VariantAttribution) => v.kind === 'no-tool')
     .map((v) => {
+      const tool = v.id.slice('no-tool:'.length);
       const out = rule({ user: attribution.user.deltas, span: v.deltas, tau });
-      const valueDelta = rows.length > 0 ? Math.max(...rows.map((r, k) => meanDelta(v.tokenLogProbs, r) - userValues[k]!)) : null;
+      const quoted = values?.quotes?.get(tool);
+      const judged = rows.flatMap((r, k) => (values?.quotes === undefined || (r.value !== undefined && quoted?.has(r.value)) ? [meanDelta(v.tokenLogProbs, r) - userValues[k]!] : []));
+      const valueDelta = judged.length > 0 ? Math.max(...judged) : null;
       const setsValue = valueDelta !== null && values !== null && valueDelta > values.margin;
       return {
-        tool: v.id.slice('no-tool:'.length),
+        tool,
         logProb: v.logProb,
         rawDelta: v.rawDelta,
         normalizedDelta: v.normalizedDelta,

@@ -30,8 +30,8 @@ export type { TruncationReport };
 export interface ActionLayout {
   /** Part label per token: 'name' while it still covers `{"name": "<tool name>"`, then 'arguments'. */
   parts: ActionTokenPart[];
-  /** Token rows of the argument VALUES (MindGuard's data-flow target), half-open. */
-  valueRows: Array<{ start: number; end: number }>;
+  /** Token rows of the argument VALUES (MindGuard's data-flow target), half-open; `value` is the value's index in the call's arguments. */
+  valueRows: Array<{ start: number; end: number; value: number }>;
 }
 
 /** One message's text changed in a variant: replaced (sentence ablations of `defend`), or without the sentences that name the call (a `no-call-sentences` variant). */
@@ -67,6 +67,7 @@ function valueByteRanges(name: string, args: unknown): Array<[number, number]> {
   }
   offset += 1; // "{"
   const ranges: Array<[number, number]> = [];
+  // The same values, in the same order, as core's argumentValueList: a row's `value` indexes both.
   Object.entries(args as Record<string, unknown>)
     .filter(([, v]) => v !== undefined)
     .forEach(([k, v], i) => {
@@ -84,15 +85,16 @@ export function actionLayout(tokenizer: Pick<ProxyTokenizer, 'tokenByteLength'>,
   const nameEnd = new TextEncoder().encode(`{"name": ${JSON.stringify(name)}`).length;
   const values = valueByteRanges(name, args);
   const parts: ActionTokenPart[] = [];
-  const valueRows: Array<{ start: number; end: number }> = [];
+  const valueRows: Array<{ start: number; end: number; value: number }> = [];
   let offset = 0;
   ids.forEach((id, row) => {
     const end = offset + tokenizer.tokenByteLength(id);
     parts.push(offset < nameEnd ? 'name' : 'arguments');
-    if (values.some(([a, b]) => offset < b && end > a)) {
+    const value = values.findIndex(([a, b]) => offset < b && end > a);
+    if (value >= 0) {
       const last = valueRows[valueRows.length - 1];
-      if (last && last.end === row) last.end = row + 1;
-      else valueRows.push({ start: row, end: row + 1 });
+      if (last && last.end === row && last.value === value) last.end = row + 1;
+      else valueRows.push({ start: row, end: row + 1, value });
     }
     offset = end;
   });
