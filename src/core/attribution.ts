@@ -354,14 +354,7 @@ export function computeAttribution(input: AttributionInput, options: Attribution
       },
     ];
   });
-  const flagged: FlaggedSpan[] = spans.filter((s) => s.flagged).map((s) => ({ spanId: s.spanId, messageIndex: s.messageIndex, toolName: s.toolName }));
-  for (const g of groups.filter((x) => x.flagged)) {
-    for (const id of g.spanIds) {
-      const span = spans.find((s) => s.spanId === id)!;
-      if (!flagged.some((f) => f.spanId === id)) flagged.push({ spanId: id, messageIndex: span.messageIndex, toolName: span.toolName, groupId: g.groupId });
-    }
-  }
-  flagged.sort((a, b) => a.spanId - b.spanId);
+  const flagged = flaggedSpansOf(spans, groups);
   const scores = [...spans.map((s) => s.score), ...groups.map((g) => g.score)];
   return {
     rule: options.ruleName,
@@ -380,6 +373,18 @@ export function computeAttribution(input: AttributionInput, options: Attribution
     detected: flagged.length > 0,
     score: spans.length === 0 ? null : Math.max(...scores),
   };
+}
+
+/** The spans a verdict names: each flagged span, and the members of each flagged group (with its id), by span id. */
+export function flaggedSpansOf(spans: readonly SpanAttribution[], groups: readonly GroupAttribution[]): FlaggedSpan[] {
+  const flagged: FlaggedSpan[] = spans.filter((s) => s.flagged).map((s) => ({ spanId: s.spanId, messageIndex: s.messageIndex, toolName: s.toolName }));
+  for (const g of groups.filter((x) => x.flagged)) {
+    for (const id of g.spanIds) {
+      const span = spans.find((s) => s.spanId === id)!;
+      if (!flagged.some((f) => f.spanId === id)) flagged.push({ spanId: id, messageIndex: span.messageIndex, toolName: span.toolName, groupId: g.groupId });
+    }
+  }
+  return flagged.sort((a, b) => a.spanId - b.spanId);
 }
 
 /** computeAttribution with the rule, tau and rule name taken from resolved options. */

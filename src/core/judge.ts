@@ -9,6 +9,7 @@ import type { StructuredContext } from './context.js';
 import { ContextTooLongError } from './errors.js';
 import { analyzeMindGuard } from './mindguard/index.js';
 import type { MindGuardVerdict } from './mindguard/types.js';
+import { nameStrongParts } from './named-parts.js';
 import type { ResolvedGuardOptions } from './options.js';
 import type { ContextSizes } from './windows.js';
 import { argumentValueList, combineToolPoisoning, quotedValues, toolDescriptionAttribution, type ToolPoisoningVerdict } from './tool-poisoning.js';
@@ -141,7 +142,7 @@ export function judge(input: JudgeInput): Verdict {
       verdict.decision = 'block';
     }
   }
-  return verdict;
+  return nameStrongParts(verdict, options.relativeFloor, context.action.name);
 }
 
 /** Message indexes of the untrusted spans the window's truncation (or the cut before tokenizing) shortened, in order. */

@@ -108,6 +108,11 @@ export const GUARD_OPTIONS = group(
       summary: 'a tool result, group or tool description is flagged only when removing it lowers the call\'s log-probability by more than this a token (dS > noiseFloor), whatever dU does to the rule\'s bar',
       external: { names: ['NOISE_FLOOR'], text: 'number' },
     }),
+    relativeFloor: option(nonNegative, 0.1, {
+      summary:
+        "a flagged tool result, group or description is named only when its delta is at least this share of the strongest flagged part's; the decision is unchanged (the strongest part is always named): a request that explains the call less than nothing otherwise lets parts that move the call by a hair be named beside the one that drove it; 0 names every flagged part",
+      external: { names: ['RELATIVE_FLOOR'], text: 'number' },
+    }),
     groupMargin: option(finite, 0, { summary: 'what a group needs beyond a single span: flagged when dG > w x dU - tau + groupMargin', external: { names: ['GROUP_MARGIN'], text: 'number' } }),
     defense: group(
       {

@@ -9,6 +9,7 @@ import type { StructuredContext } from './context.js';
 import { ContextTooLongError } from './errors.js';
 import { judgeFailure } from './judge.js';
 import type { MindGuardVerdict } from './mindguard/types.js';
+import { nameStrongParts } from './named-parts.js';
 import type { ResolvedGuardOptions } from './options.js';
 import { combineToolPoisoning, type ToolDescriptionAttribution, type ToolPoisoningVerdict } from './tool-poisoning.js';
 import type { TruncationReport, Verdict, VerdictExtras, WindowsReport } from './verdict.js';
@@ -168,7 +169,8 @@ export function mergeWindowVerdicts(
   if (truncation) verdict.truncation = truncation;
   else delete verdict.truncation;
   if (missing) verdict.message = `Scored in ${judged.length} windows; not judged (maxPasses ${options.maxPasses} reached): ${describe(notJudged)}.`;
-  return verdict;
+  // Each window named its parts against its own strongest; the check names them against the strongest of all.
+  return nameStrongParts(verdict, options.relativeFloor, context.action.name);
 }
 
 function describe(parts: WindowsReport['notJudged']): string {

@@ -35,6 +35,32 @@ describe.skipIf(!requirement(existsSync(embeddedModelDir()), 'the embedded model
   );
 
   it(
+    "names only the injected part in the demo's injection, tool-poisoning and reasoning scenarios",
+    async () => {
+      for (const variant of ['injection', 'poisoning', 'cot'] as const) {
+        const c = findCase('travel', variant, DEMO_SEED)!;
+        const v = await guard.check(guardInputOf(c));
+        const tools = v.toolPoisoning?.leaveOneOut?.tools ?? [];
+        expect({ variant, decision: v.decision, messages: v.flagged.map((f) => f.messageIndex), tools: tools.filter((t) => t.flagged).map((t) => t.tool) }).toEqual({
+          variant,
+          decision: 'block',
+          messages: c.injected_in,
+          tools: c.poisoned_tool ? [c.poisoned_tool] : [],
+        });
+      }
+      // What the relative floor keeps out: at 0 the rule names clean descriptions beside the injected result.
+      const everyFlag = createNodeGuard({ backends: ['node'], relativeFloor: 0 });
+      try {
+        const v = await everyFlag.check(guardInputOf(findCase('travel', 'injection', DEMO_SEED)!));
+        expect(v.toolPoisoning?.leaveOneOut?.tools.filter((t) => t.flagged).length).toBeGreaterThan(0);
+      } finally {
+        await everyFlag.dispose();
+      }
+    },
+    MODEL_TIMEOUT_MS,
+  );
+
+  it(
     "passes the product's seven acceptance cases: the README's seed cases, the demo's pair, the extension's pages",
     async () => {
       const results = await runAcceptance((input) => guard.check(input));
