@@ -19,9 +19,9 @@ const PYTHON_TIMEOUT_MS = 60_000;
 const SMALL_SET_PAIRS = 16;
 
 describe.skipIf(!HAS_PYTHON || !HAS_DATASETS)('the MCP evaluation set (lab/eval/mcp_sets.py)', () => {
-  it('keeps the halves apart, reports on untrained servers and twins every injected case', () => {
+  it('keeps the halves apart, reports on untrained servers, twins every injected case and keeps adapt traffic apart', () => {
     const run = spawnSync('python3', ['lab/eval/test_mcp_sets.py'], { encoding: 'utf8', timeout: PYTHON_TIMEOUT_MS });
-    expect(run.stderr).toMatch(/Ran 9 tests/);
+    expect(run.stderr).toMatch(/Ran 10 tests/);
     expect(run.stderr).not.toMatch(/skipped/);
     expect(run.stderr.trim().split('\n').at(-1)).toBe('OK');
     expect(run.status).toBe(0);
