@@ -1,9 +1,9 @@
 /**
  * `edgearmor adapt` on an MCP client's attack-free traffic (docs/adapt.md, "MCP clients"): the traffic is
  * `lab/eval/mcp_sets.py --traffic N`'s conversations of one half's clients, which share no BFCL request and
- * no request text with that half's evaluation set. Checks of 10-30-tool clients take seconds each (every one
- * is judged in windows), so the held-out checks are capped here instead of sized at adapt's 0.5 s a check,
- * and the traffic, generated attack-free, is not screened.
+ * no request text with that half's evaluation set. The held-out checks are fixed (120 for the 2026-11-27 run,
+ * made before adapt measured the time a check takes; it would now plant 90 in 45 minutes at ~3 s a check), and
+ * the traffic, generated attack-free, is not screened.
  *
  *   npx tsx lab/eval/adapt-mcp.ts TRAFFIC.jsonl OUT [MINUTES=45] [HOLDOUT_CHECKS=120]
  */
