@@ -78,10 +78,12 @@ def encode_case(tok: Tokenizer, case: dict, max_len: int, rng: random.Random, wi
         optional = [i for i in defs if tool_names[i] not in keep_tools]
         rng.shuffle(optional)
         drop: set[int] = set()
+        over = total() - max_len
         for i in optional:
-            if total() - sum(len(x) for j in drop for x in enc[j][1]) <= max_len:
+            if over <= 0:
                 break
             drop.add(i)
+            over -= sum(len(x) for x in enc[i][1])
         enc = [e for i, e in enumerate(enc) if i not in drop]
     while total() > max_len and any(r == "tool_def" for r, _, _ in enc):
         enc = [e for e in enc if e[0] != "tool_def"]

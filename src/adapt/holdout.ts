@@ -64,10 +64,11 @@ export function holdoutSize(budgetMinutes: number, secondsPerCheck: number): num
 /** Seconds a check of these calls takes with the guard: one untimed (it loads the model), then up to two timed. */
 export async function measureCheckSeconds(guard: Guard, inputs: readonly GuardInput[], signal?: AbortSignal): Promise<number> {
   const [first, ...timed] = inputs.slice(0, 3);
+  const options = signal ? { signal } : {};
   if (first === undefined) return 0.5;
-  await guard.check(first, signal ? { signal } : {});
+  await guard.check(first, options);
   if (timed.length === 0) return 0.5;
   const t0 = Date.now();
-  for (const input of timed) await guard.check(input, signal ? { signal } : {});
+  for (const input of timed) await guard.check(input, options);
   return (Date.now() - t0) / 1000 / timed.length;
 }
