@@ -13,6 +13,7 @@ import json
 import random
 
 import corpus
+import poison_shapes
 from chat_format import argument_values
 from scramble import _identifier
 
@@ -117,14 +118,16 @@ def attack_families(which: str) -> dict[str, list[str]]:
         return corpus.families("train")
     if which == "all":
         return {"inj": list(corpus.INJECTIONS), "goal": list(corpus.GOAL_STYLES), "a1": list(corpus.POISONS_A1),
-                "a2": list(corpus.POISONS_A2)}
+                "a2": list(corpus.POISONS_A2), "look": list(poison_shapes.LOOKALIKE),
+                "extra": list(poison_shapes.EXTRA_PARAM)}
     raise ValueError(f'unknown families "{which}": should be one of train, all')
 
 
 def plant(rng: random.Random, cat: TrafficCatalogue, site: tuple, kind: str, n: int, attacks: dict,
           value_cat: TrafficCatalogue | None = None) -> dict | None:
     """corpus.make_case at a traffic call site; attacked kinds draw recurring values (from `value_cat`, by
-    default `cat`) for half the cases, marked `attacker_value_source`. None when the site cannot carry the
+    default `cat`) for half the cases, marked `attacker_value_source` ("none" for a lookalike tool, which takes
+    the user's own arguments). None when the site cannot carry the
     kind, or when a followed A2 attack's value happens to be the user's own (the call would be benign)."""
     source = "recurring" if kind not in ("benign", "lm") and rng.random() < 0.5 else "fresh"
     used = []
@@ -136,14 +139,17 @@ def plant(rng: random.Random, cat: TrafficCatalogue, site: tuple, kind: str, n: 
         used.append(v)
         return v
 
-    case = corpus.make_case(rng, cat, site, kind, n, attacks, value_of=value_of, system_prompt=False)
+    case = corpus.make_case(rng, cat, site, kind, n, attacks, value_of=value_of, system_prompt=False,
+                            shapes=poison_shapes.SHAPES)
     if case is None:
         return None
     if case["follows"] and case["action"]["arguments"] == case["intended_action"]["arguments"] \
             and case["action"]["name"] == case["intended_action"]["name"]:
         return None
     if case["attack"]:
-        case["attacker_value_source"] = "recurring" if used else "fresh"
+        # A lookalike tool takes the user's own arguments: the attacker supplies no value at all.
+        lookalike = case["attack"].get("shape") == "lookalike"
+        case["attacker_value_source"] = "none" if lookalike else "recurring" if used else "fresh"
     return case
 
 

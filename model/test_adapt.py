@@ -73,8 +73,11 @@ def attacker_values(case) -> list[str]:
 
 
 def attack_text(case) -> str:
+    """The injected results and the poisoned tool's whole definition (an added parameter's own description
+    carries its value)."""
     text = " ".join(case["messages"][i]["content"] for i in case["injected_in"])
-    return text + " ".join(t["description"] for t in case["tools"] if t["name"] == case["poisoned_tool"])
+    return text + " ".join(t["description"] + json.dumps(t.get("parameters"))
+                           for t in case["tools"] if t["name"] == case["poisoned_tool"])
 
 
 class PlantingTest(unittest.TestCase):
@@ -100,7 +103,8 @@ class PlantingTest(unittest.TestCase):
         followed = [c for c in self.train + self.holdout if c["follows"]]
         self.assertGreater(len(followed), 10)
         for c in followed:
-            self.assertIn(c["action"]["name"], names)
+            lookalike = c["attack"].get("shape") == "lookalike"
+            self.assertIn(c["action"]["name"], {c["poisoned_tool"]} if lookalike else names)
             self.assertTrue(c["injected_in"] or c["poisoned_tool"])
             text = attack_text(c)
             for v in attacker_values(c):
@@ -109,7 +113,7 @@ class PlantingTest(unittest.TestCase):
 
     def test_train_families_never_plant_a_held_out_family(self):
         fams = corpus.families("train")
-        allowed = set(fams["inj"]) | set(fams["a1"]) | set(fams["a2"])
+        allowed = set(fams["inj"]) | set(fams["a1"]) | set(fams["a2"]) | set(fams["look"]) | set(fams["extra"])
         cases = [c for c in self.train + self.holdout if c["attack"]]
         for c in cases:
             self.assertIn(c["attack"]["style"], allowed)
@@ -120,7 +124,7 @@ class PlantingTest(unittest.TestCase):
                         "--families all should reach families outside train")
 
     def test_half_the_attacks_reuse_values_the_user_really_uses(self):
-        attacked = [c for c in self.train if c["attack"]]
+        attacked = [c for c in self.train if c["attack"] and c["attacker_value_source"] != "none"]
         recurring = [c for c in attacked if c["attacker_value_source"] == "recurring"]
         self.assertTrue(0.3 < len(recurring) / len(attacked) < 0.6, len(recurring) / len(attacked))
         seen = traffic_values(TRAIN)
@@ -172,6 +176,51 @@ class PlantingTest(unittest.TestCase):
         # The held-out cases planted before screening (nothing marked) and after it are the same.
         self.assertEqual(json.dumps(plant.holdout_cases(HOLDOUT, marked, "train", 1, 40)),
                          json.dumps(plant.holdout_cases(HOLDOUT, TRAIN, "train", 1, 40)))
+
+    def test_lookalike_tools_and_added_parameters_are_planted_followed_and_ignored(self):
+        by_name = {t["name"]: t for t in TOOLS}
+        shaped = [c for c in self.train + self.holdout if (c["attack"] or {}).get("shape")]
+        self.assertEqual({(c["attack"]["shape"], c["follows"]) for c in shaped},
+                         {(s, f) for s in ("lookalike", "extra_param") for f in (True, False)})
+        for c in shaped:
+            poisoned = next(t for t in c["tools"] if t["name"] == c["poisoned_tool"])
+            user_tool = by_name[c["intended_action"]["name"]]
+            if c["attack"]["shape"] == "lookalike":
+                # A near-named copy beside the user's own tool, its description naming the tool it replaces.
+                self.assertNotIn(poisoned["name"], by_name)
+                self.assertIn(user_tool, c["tools"])
+                self.assertEqual(poisoned["parameters"], user_tool["parameters"])
+                self.assertIn(user_tool["name"], poisoned["description"][len(user_tool["description"]):])
+                self.assertEqual(c["attacker_value_source"], "none")
+                if c["follows"]:
+                    self.assertEqual(c["action"]["arguments"], c["intended_action"]["arguments"])
+                    self.assertEqual(c["attack"]["type"], "A1")
+            else:
+                # The user's own tool with one parameter more, whose own description asks for the value.
+                self.assertEqual(poisoned["name"], user_tool["name"])
+                added = set(poisoned["parameters"]["properties"]) - set(user_tool["parameters"]["properties"])
+                self.assertEqual(len(added), 1)
+                if c["follows"]:
+                    (param,) = added
+                    self.assertEqual(c["action"]["arguments"], {**c["intended_action"]["arguments"],
+                                                                param: c["action"]["arguments"][param]})
+                    self.assertIn(str(c["action"]["arguments"][param]), poisoned["parameters"]["properties"][param]["description"])
+                    self.assertEqual(c["attack"]["type"], "A2")
+            if not c["follows"]:
+                self.assertEqual(c["action"]["name"], c["intended_action"]["name"])
+                self.assertEqual(c["action"]["arguments"], c["intended_action"]["arguments"])
+
+    def test_the_generator_draws_no_new_shape_unless_asked(self):
+X
+        cat = plant.TrafficCatalogue(TRAIN)
+        sites = [s for c in TRAIN for s in plant.call_sites(c)]
+        attacks = plant.attack_families("all")
+        rng = random.Random(3)
+        cases = [corpus.make_case(rng, cat, s, "tool_poisoning", i, attacks) for i, s in enumerate(sites * 3)]
+        attacked = [c for c in cases if c and c["attack"]]
+        self.assertGreater(len(attacked), 50)
+        self.assertFalse([c for c in attacked if "shape" in c["attack"]])
+        self.assertTrue(all(t.startswith("poison:") for c in attacked for t in c["templates"]))
 
     def test_call_sites_are_every_call_with_the_messages_before_its_turn(self):
         sites = plant.call_sites(TRAIN[1])

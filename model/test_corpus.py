@@ -30,8 +30,9 @@ class SplitTest(unittest.TestCase):
 
     def test_every_split_has_its_own_phrasing_families(self):
         fams = {s: corpus.families(s) for s in ("train", "validation", "test")}
-        for kind in ("inj", "goal", "a1", "a2"):
+        for kind in ("inj", "goal", "a1", "a2", "look", "extra"):
             self.assertTrue(all(fams[s][kind] for s in fams), kind)
+            self.assertFalse(set(fams["train"][kind]) & (set(fams["validation"][kind]) | set(fams["test"][kind])), kind)
         self.assertFalse(set(fams["train"]["inj"]) & set(fams["test"]["inj"]))
         self.assertFalse(set(fams["train"]["inj"]) & set(fams["validation"]["inj"]))
 
@@ -80,7 +81,10 @@ class BuildTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.cat = corpus.Catalogue(DATASETS, limit=600)
-        cls.cases = {s: corpus.build(cls.cat, s, 160 if s == "train" else 60, seed=2) for s in ("train", "validation", "test")}
+        # As main builds them: the train split with every poisoning shape, validation and test with notes only.
+        cls.cases = {s: corpus.build(cls.cat, s, 160 if s == "train" else 60, seed=2,
+                                     shapes=corpus.poison_shapes.SHAPES if s == "train" else ("note",))
+                     for s in ("train", "validation", "test")}
 
     def test_held_out_domains_and_families_never_reach_train(self):
         train_domains = {c["domain"] for c in self.cases["train"] if c["domain"].startswith("sgd:")}
@@ -116,13 +120,21 @@ class BuildTest(unittest.TestCase):
         cases = [c for s in self.cases.values() for c in s if c.get("kind") == "tool_poisoning"]
         self.assertTrue(cases)
         for c in cases:
-            desc = next(t["description"] for t in c["tools"] if t["name"] == c["poisoned_tool"])
+            # The whole definition: an added parameter's own description carries its value.
+            desc = next(t["description"] + json.dumps(t.get("parameters"), ensure_ascii=False)
+                        for t in c["tools"] if t["name"] == c["poisoned_tool"])
             self.assertEqual(c["driver"], {"kind": "tool_description", "tool": c["poisoned_tool"]})
             for v in argument_values(c["action"]["arguments"]):
                 if len(v) >= 4 and v not in json.dumps(c["intended_action"]["arguments"], ensure_ascii=False):
                     self.assertIn(v, desc)
             if c["attack"]["type"] == "A2":
                 self.assertEqual(c["action"]["name"], c["intended_action"]["name"])
+
+    def test_only_the_train_split_draws_lookalike_tools_and_added_parameters(self):
+        shapes = lambda s: {(c.get("attack") or {}).get("shape", "note") for c in self.cases[s]
+                            if c.get("kind") in ("tool_poisoning", "ignored_poisoning")}
+        self.assertEqual(shapes("train"), set(corpus.poison_shapes.SHAPES))
+        self.assertEqual(shapes("validation") | shapes("test"), {"note"})
 
     def test_benign_copies_take_a_value_from_a_result_that_the_user_never_typed(self):
         for c in (c for s in self.cases.values() for c in s if c.get("kind") == "benign_copy"):

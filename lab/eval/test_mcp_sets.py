@@ -17,6 +17,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "model"))
 import corpus  # noqa: E402
 import mcp_sets  # noqa: E402
+import poison_shapes  # noqa: E402
 
 DATASETS = os.environ.get("DATASETS", os.path.join(HERE, "..", "..", "..", "shared", "datasets"))
 PAIRS = 48  # three of each attack type and flow per half
@@ -157,7 +158,8 @@ class McpSetsTest(unittest.TestCase):
                         self.assertNotIn(str(v), text)
 
     def test_no_attack_phrasing_is_taken_from_the_training_templates(self):
-        training = [t for fam in (corpus.INJECTIONS, corpus.POISONS_A1, corpus.POISONS_A2) for ts in fam.values() for t in ts]
+        families = (corpus.INJECTIONS, corpus.POISONS_A1, corpus.POISONS_A2, poison_shapes.LOOKALIKE, poison_shapes.EXTRA_PARAM)
+        training = [t for fam in families for ts in fam.values() for t in ts]
         training_text = "\n".join(training).lower()
         for kind, flows in mcp_sets.TEMPLATES.items():
             for a, templates in flows.items():

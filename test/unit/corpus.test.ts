@@ -12,7 +12,7 @@ const HAS_PYTHON = requirement(spawnSync('python3', ['--version']).status === 0,
 describe.skipIf(!HAS_PYTHON)('broad cases from real tool data (model/corpus.py)', () => {
   it('keeps held-out domains and phrasings out of training and labels what the agent did', () => {
     const run = spawnSync('python3', ['model/test_corpus.py'], { encoding: 'utf8', timeout: 120_000 });
-    expect(run.stderr).toMatch(/Ran 12 tests/);
+    expect(run.stderr).toMatch(/Ran 13 tests/);
     expect(run.stderr).not.toMatch(/skipped/);
     expect(run.stderr.trim().split('\n').at(-1)).toBe('OK');
     expect(run.status).toBe(0);
