@@ -12,7 +12,7 @@ import type { MindGuardVerdict } from './mindguard/types.js';
 import { nameStrongParts } from './named-parts.js';
 import type { ResolvedGuardOptions } from './options.js';
 import type { ContextSizes } from './windows.js';
-import { argumentValueList, combineToolPoisoning, quotedValues, toolDescriptionAttribution, type ToolPoisoningVerdict } from './tool-poisoning.js';
+import { argumentValueList, callQuotes, combineToolPoisoning, quotedValues, toolDescriptionAttribution, type ToolPoisoningVerdict } from './tool-poisoning.js';
 import { buildVariants, type Variant } from './variants.js';
 import { failureVerdict, modelVerdict, notPrivilegedVerdict, noUntrustedSpansVerdict, type TruncationReport, type Verdict, type VerdictExtras } from './verdict.js';
 
@@ -170,7 +170,15 @@ export function judgeToolPoisoning(input: Omit<JudgeInput, 'variants' | 'extras'
     tp.valueMargin !== null && scores.actionLayout
       ? { rows: scores.actionLayout.valueRows, margin: tp.valueMargin, quotes: quotedValues(context.tools, argumentValueList(context.action.arguments)) }
       : null;
-  const loo = tp.leaveOneOut ? toolDescriptionAttribution(attribution, ruleFromOptions({ ...options, userWeight: 1 }), options.tau - margin, options.noiseFloor, values) : null;
+  // What each definition spells out of the call decides the flow (flowOf).
+  const userText = context.userIndices.map((i) => context.messages[i]!.content).join('\n');
+  const spells = callQuotes(context.tools, context.action.arguments, userText);
+  const loo = tp.leaveOneOut
+    ? toolDescriptionAttribution(attribution, ruleFromOptions({ ...options, userWeight: 1 }), options.tau - margin, options.noiseFloor, values).map((t) => {
+        const quotes = spells.get(t.tool);
+        return quotes ? { ...t, spells: quotes } : t;
+      })
+    : null;
   let attention: MindGuardVerdict | null = null;
   if (!tp.attention) unavailable.push('attention: turned off (toolPoisoning.attention = false)');
   else if (!capabilities.attention) {

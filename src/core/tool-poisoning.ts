@@ -27,6 +27,8 @@ export interface ToolDescriptionAttribution {
    * null when it quotes none or without value positions.
    */
   valueDelta?: number | null;
+  /** What this tool's definition spells out of the call (callQuotes), for the flow; absent when not computed. */
+  spells?: CallQuotes;
   score: number;
   flagged: boolean;
 }
@@ -68,15 +70,41 @@ export const MIN_QUOTED_VALUE_CHARS = 4;
  * parameters (a count, a flag, the model's own text) quotes none of them.
  */
 export function quotedValues(tools: ReadonlyArray<{ name: string; description: string; parameters?: unknown }>, values: readonly unknown[]): Map<string, Set<number>> {
-  // A list or object value is quoted when one of its strings or numbers is (a planted address in a list of recipients).
-  const leaves = (v: unknown): string[] =>
-    typeof v === 'string' || typeof v === 'number' ? [String(v).trim().toLowerCase()] : v !== null && typeof v === 'object' ? Object.values(v).flatMap(leaves) : [];
-  const texts = values.map((v) => leaves(v).filter((text) => text.length >= MIN_QUOTED_VALUE_CHARS));
+  const texts = values.map(quotableTexts);
   return new Map(
     tools.map((t) => {
       const definition = `${t.description}\n${JSON.stringify(t.parameters ?? {})}`.toLowerCase();
       return [t.name, new Set(texts.flatMap((quoted, i) => (quoted.some((text) => definition.includes(text)) ? [i] : [])))];
     }),
+  );
+}
+
+/** A value's strings and numbers long enough to quote, lower-cased: a list or object value is quoted when one of them is (a planted address in a list of recipients). */
+function quotableTexts(value: unknown): string[] {
+  const leaves = (v: unknown): string[] =>
+    typeof v === 'string' || typeof v === 'number' ? [String(v).trim().toLowerCase()] : v !== null && typeof v === 'object' ? Object.values(v).flatMap(leaves) : [];
+  return leaves(value).filter((text) => text.length >= MIN_QUOTED_VALUE_CHARS);
+}
+
+/** What one tool definition spells out of the call (see {@link flowOf}). */
+export interface CallQuotes {
+  /** It quotes a value of the call that the user's turns do not contain: it can have set that value. */
+  untypedValue: boolean;
+  /** It quotes every value of the call long enough to quote (true for a call with none): it can have written the whole call. */
+  everyValue: boolean;
+}
+
+/** For each tool, what its definition spells out of the call, given the text of the user's turns. */
+export function callQuotes(tools: ReadonlyArray<{ name: string; description: string; parameters?: unknown }>, args: unknown, userText: string): Map<string, CallQuotes> {
+  const values = argumentValueList(args);
+  const quotable = values.flatMap((v, i) => (quotableTexts(v).length > 0 ? [i] : []));
+  const user = userText.toLowerCase();
+  const typed = new Set(values.flatMap((v, i) => (quotableTexts(v).some((text) => user.includes(text)) ? [i] : [])));
+  return new Map(
+    [...quotedValues(tools, values)].map(([tool, quoted]) => [
+      tool,
+      { untypedValue: [...quoted].some((i) => !typed.has(i)), everyValue: quotable.every((i) => quoted.has(i)) },
+    ]),
   );
 }
 
@@ -130,20 +158,29 @@ export function toolDescriptionAttribution(
 }
 
 /**
- * Where the poisoned description steered the call.
- * - Another tool's description drove a call of this tool: the tool NAME came from the description, control (A1).
- * - The invoked tool's own description: control when removing it costs the name tokens more than the
- *   argument tokens (a description that makes the agent call its own tool unasked), data when only the
- *   arguments lose (it set a value of a call the user asked for, A2). Without part deltas, MindGuard's
- *   attention target decides when it names the same tool; else data.
+ * Where the poisoned description steered the call: control when it chose the tool (A1), data when it only set
+ * arguments of a call the user asked for (A2). What the definition spells out of the call decides, when known:
+ * - another tool's description: control when it quotes every value of the call (it wrote the whole call: the
+ *   tool and its arguments), data when it quotes only some (a lookalike that sets one value of the user's call);
+ * - the invoked tool's own description: data when it quotes a value the user never typed (it set that value),
+ *   control when it quotes none (it can only have made the agent pick it: a lookalike or a self-promotion).
+ * Chosen on the MCP set's choosing half over the proxy's part deltas (docs/options.md, "Flow"): those are
+ * noise on tools the proxy never saw. Without quotes (an older caller): another tool's description is control;
+ * the own description is control when removing it costs the name tokens more than the argument tokens, then
+ * MindGuard's attention target when it names the same tool, else data.
  */
 export function flowOf(
   sourceTool: string | null,
   invokedTool: string,
-  loo: Pick<ToolDescriptionAttribution, 'nameDelta' | 'argumentsDelta'> | null,
+  loo: Pick<ToolDescriptionAttribution, 'nameDelta' | 'argumentsDelta' | 'spells'> | null,
   attention: Pick<MindGuardVerdict, 'poisonedTool' | 'flow'> | null,
 ): FlowKind | null {
   if (sourceTool === null) return null;
+  const spells = loo?.spells;
+  if (spells) {
+    if (sourceTool !== invokedTool) return spells.everyValue ? 'control' : 'data';
+    return spells.untypedValue ? 'data' : 'control';
+  }
   if (sourceTool !== invokedTool) return 'control';
   const name = loo?.nameDelta ?? null;
   if (name !== null) return name > Math.max(0, loo?.argumentsDelta ?? 0) ? 'control' : 'data';
