@@ -12,7 +12,7 @@ import { requirement } from '../requirements.js';
 const ROOT = resolve(import.meta.dirname, '../..');
 const INSTALL_TIMEOUT_MS = 240_000;
 /** model/adapt.py and every module it imports: the Python `edgearmor adapt` runs, shipped in the package. */
-const ADAPT_PYTHON = ['adapt', 'agentdojo', 'bpe', 'chat_format', 'corpus', 'data', 'export_onnx', 'import_onnx', 'manifest', 'plant', 'proxy_model', 'quantize', 'scramble', 'train'];
+const ADAPT_PYTHON = ['adapt', 'agentdojo', 'bpe', 'chat_format', 'corpus', 'data', 'export_onnx', 'import_onnx', 'manifest', 'plant', 'poison_shapes', 'proxy_model', 'quantize', 'scramble', 'train'];
 const hasTorch = requirement(
   spawnSync('/usr/bin/python3', ['-c', 'import torch, onnx, numpy, regex'], { stdio: 'ignore' }).status === 0,
   '/usr/bin/python3 with torch, onnx, numpy and regex (.ci/run installs them)',
@@ -51,7 +51,7 @@ describe('the npm package', () => {
   it('runs `edgearmor adapt` from the installed package: the training code imports whole, and bad traffic is refused', () => {
     const model = join(dir, 'node_modules', 'edgearmor', 'model');
     // Every module adapt.py reaches, imported from the installed copy (torch's ones only where torch is installed).
-    const modules = hasTorch ? ADAPT_PYTHON : ['plant', 'corpus', 'chat_format', 'scramble'];
+    const modules = hasTorch ? ADAPT_PYTHON : ['plant', 'corpus', 'poison_shapes', 'chat_format', 'scramble'];
     const imported = execFileSync('/usr/bin/python3', ['-c', `import sys; sys.path.insert(0, ${JSON.stringify(model)}); import ${modules.join(', ')}; print(plant.__file__)`], { encoding: 'utf8' });
     expect(imported.trim()).toBe(join(model, 'plant.py'));
     writeFileSync(join(dir, 'traffic.jsonl'), `${JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: '', tool_calls: [{ name: 'get_time', arguments: {} }] }] })}\n`);
