@@ -70,7 +70,7 @@ export function verdictFindings(v: Verdict): VerdictFinding[] {
       kind: 'description',
       label: `poisoned tool description${one ? '' : 's'}: ${names}`,
       sentence: one
-        ? `Removing the description of ${names} ${removalEffect(descriptions[0]!.normalizedDelta)}, more than the rule allows against the user's request: that description steers the call (a poisoned tool description).${low}`
+        ? `Removing the description of ${names} ${removalEffect(descriptions[0]!.normalizedDelta)}, more than the rule allows against the user's request: that description steers the call (a poisoned tool description)${flowClause(tp!, names)}.${low}`
         : `Removing the descriptions of ${descriptions.map((t) => `${t.tool} (${num(t.normalizedDelta)})`).join(', ')} each lowers the call's log-probability more than the rule allows against the user's request: those descriptions steer the call (poisoned tool descriptions).${low}`,
     });
   }
@@ -88,6 +88,12 @@ export function verdictFindings(v: Verdict): VerdictFinding[] {
     });
   }
   return out;
+}
+
+/** What the verdict's flow says the named description did: chose the tool, or set arguments of the call (flowOf). */
+function flowClause(tp: NonNullable<Verdict['toolPoisoning']>, tool: string): string {
+  if (tp.sourceTool !== tool || tp.flow === null) return '';
+  return tp.flow === 'control' ? ', and it chose which tool is called (control flow)' : ', and it set arguments of a call the user asked for (data flow)';
 }
 
 /** The decision's cause in a few words (the CLI's headline, the demo's verdict line). */

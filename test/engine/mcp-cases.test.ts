@@ -6,6 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
+import { verdictFindings } from '../../src/core/explain.js';
 import type { GuardInput } from '../../src/core/types.js';
 import { embeddedModelDir } from '../../src/engine/files-node.js';
 import { createNodeGuard } from '../../src/node.js';
@@ -42,6 +43,9 @@ describe.skipIf(!requirement(existsSync(embeddedModelDir()), 'the embedded model
     expect(v.toolPoisoning?.sourceTool).toBe('send_email');
     expect(v.toolPoisoning?.flow).toBe('data');
     expect(v.flagged).toEqual([]);
+    // The explanation says what the description did, from the verdict's flow.
+    const finding = verdictFindings(v).find((f) => f.kind === 'description');
+    expect(finding?.sentence).toMatch(/description of send_email .* it set arguments of a call the user asked for \(data flow\)\./);
   });
 
   it("carries what each definition spells out of the call, which decides the flow: a lookalike's description quotes no value", async () => {
