@@ -164,8 +164,8 @@ export function toolDescriptionAttribution(
  *   tool and its arguments), data when it quotes only some (a lookalike that sets one value of the user's call);
  * - the invoked tool's own description: data when it quotes a value the user never typed (it set that value),
  *   control when it quotes none (it can only have made the agent pick it: a lookalike or a self-promotion).
- * Chosen on the MCP set's choosing half over the proxy's part deltas (docs/options.md, "Flow"): those are
- * noise on tools the proxy never saw. Without quotes (an older caller): another tool's description is control;
+ * Chosen on mcp-choose and generator validation over the proxy's part deltas (docs/options.md, "The flow a
+ * verdict reports"): those are noise on tools the proxy never saw. Without quotes (an older caller): another tool's description is control;
  * the own description is control when removing it costs the name tokens more than the argument tokens, then
  * MindGuard's attention target when it names the same tool, else data.
  */
