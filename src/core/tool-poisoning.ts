@@ -164,6 +164,8 @@ export function toolDescriptionAttribution(
  *   tool and its arguments), data when it quotes only some (a lookalike that sets one value of the user's call);
  * - the invoked tool's own description: data when it quotes a value the user never typed (it set that value),
  *   control when it quotes none (it can only have made the agent pick it: a lookalike or a self-promotion).
+ * The quotes decide only for a description leave-one-out flagged: a tool MindGuard names alone may have steered
+ * the call through its results, whose text is not the definition's.
  * Chosen on mcp-choose and generator validation over the proxy's part deltas (docs/options.md, "The flow a
  * verdict reports"): those are noise on tools the proxy never saw. Without quotes (an older caller): another tool's description is control;
  * the own description is control when removing it costs the name tokens more than the argument tokens, then
@@ -172,11 +174,12 @@ export function toolDescriptionAttribution(
 export function flowOf(
   sourceTool: string | null,
   invokedTool: string,
-  loo: Pick<ToolDescriptionAttribution, 'nameDelta' | 'argumentsDelta' | 'spells'> | null,
+  loo: Pick<ToolDescriptionAttribution, 'nameDelta' | 'argumentsDelta' | 'spells' | 'flagged'> | null,
   attention: Pick<MindGuardVerdict, 'poisonedTool' | 'flow'> | null,
 ): FlowKind | null {
   if (sourceTool === null) return null;
-  const spells = loo?.spells;
+  // The quotes speak for a description that leave-one-out flagged; a tool MindGuard names alone may have steered the call through its results.
+  const spells = loo?.flagged ? loo.spells : undefined;
   if (spells) {
     if (sourceTool !== invokedTool) return spells.everyValue ? 'control' : 'data';
     return spells.untypedValue ? 'data' : 'control';

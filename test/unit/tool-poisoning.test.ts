@@ -160,6 +160,9 @@ describe('the combined tool-poisoning verdict', () => {
     // The invoked tool's own: data when it gave a value the user never typed, whatever the part deltas say.
     expect(combineToolPoisoning([spelled('send_email', true, false, 1.2, 0.3)], null, 'send_email', []).flow).toBe('data');
     expect(combineToolPoisoning([spelled('send_email_next', false, false, -0.1, 0.9)], null, 'send_email_next', []).flow).toBe('control');
+    // A tool only MindGuard names (its description not flagged) may have steered the call through its results: its quotes say nothing.
+    const unflagged = { ...spelled('read_plan', false, false), flagged: false };
+    expect(combineToolPoisoning([unflagged], attention('read_plan', 'data', 3), 'send_money', []).flow).toBe('control');
   });
 
   it('carries the name and argument deltas of each description from the attribution', () => {
