@@ -12,7 +12,15 @@ import type { MindGuardVerdict } from './mindguard/types.js';
 import { nameStrongParts } from './named-parts.js';
 import type { ResolvedGuardOptions } from './options.js';
 import type { ContextSizes } from './windows.js';
-import { argumentValueList, callQuotes, combineToolPoisoning, quotedValues, toolDescriptionAttribution, type ToolPoisoningVerdict } from './tool-poisoning.js';
+import {
+  argumentValueList,
+  callQuotes,
+  combineToolPoisoning,
+  quotedValues,
+  toolDescriptionAttribution,
+  type ToolDescriptionAttribution,
+  type ToolPoisoningVerdict,
+} from './tool-poisoning.js';
 import { buildVariants, type Variant } from './variants.js';
 import { failureVerdict, modelVerdict, notPrivilegedVerdict, noUntrustedSpansVerdict, type TruncationReport, type Verdict, type VerdictExtras } from './verdict.js';
 
@@ -165,20 +173,19 @@ export function judgeToolPoisoning(input: Omit<JudgeInput, 'variants' | 'extras'
   const margin = beforeToolResults ? tp.beforeToolResults.leaveOneOutMargin : tp.leaveOneOutMargin;
   const mindguardOptions = beforeToolResults ? { ...tp.mindguard, airThreshold: tp.beforeToolResults.airThreshold } : tp.mindguard;
   // Descriptions keep the seeds' weighting of dU: their margin was calibrated with it.
-  // The value rule judges a description only on the values its definition quotes (a planted value is given there).
-  const values =
-    tp.valueMargin !== null && scores.actionLayout
-      ? { rows: scores.actionLayout.valueRows, margin: tp.valueMargin, quotes: quotedValues(context.tools, argumentValueList(context.action.arguments)) }
-      : null;
-  // What each definition spells out of the call decides the flow (flowOf).
-  const userText = context.userIndices.map((i) => context.messages[i]!.content).join('\n');
-  const spells = callQuotes(context.tools, context.action.arguments, userText);
-  const loo = tp.leaveOneOut
-    ? toolDescriptionAttribution(attribution, ruleFromOptions({ ...options, userWeight: 1 }), options.tau - margin, options.noiseFloor, values).map((t) => {
-        const quotes = spells.get(t.tool);
-        return quotes ? { ...t, spells: quotes } : t;
-      })
-    : null;
+  let loo: ToolDescriptionAttribution[] | null = null;
+  if (tp.leaveOneOut) {
+    const argumentValues = argumentValueList(context.action.arguments);
+    // The value rule judges a description only on the values its definition quotes (a planted value is given there).
+    const quotes = quotedValues(context.tools, argumentValues);
+    const values = tp.valueMargin !== null && scores.actionLayout ? { rows: scores.actionLayout.valueRows, margin: tp.valueMargin, quotes } : null;
+    // What each definition spells out of the call decides the flow (flowOf).
+    const spells = callQuotes(quotes, argumentValues, context.userIndices.map((i) => context.messages[i]!.content).join('\n'));
+    loo = toolDescriptionAttribution(attribution, ruleFromOptions({ ...options, userWeight: 1 }), options.tau - margin, options.noiseFloor, values).map((t) => {
+      const spelled = spells.get(t.tool);
+      return spelled ? { ...t, spells: spelled } : t;
+    });
+  }
   let attention: MindGuardVerdict | null = null;
   if (!tp.attention) unavailable.push('attention: turned off (toolPoisoning.attention = false)');
   else if (!capabilities.attention) {

@@ -8,6 +8,8 @@
  */
 import type { AttributionResult, DetectionRule, VariantAttribution } from './attribution.js';
 import type { FlowKind, MindGuardVerdict } from './mindguard/types.js';
+import { jsonLeaves } from './sentence-cut.js';
+import type { JsonValue } from './types.js';
 
 /** Leave-one-out evidence for one registered tool's description. */
 export interface ToolDescriptionAttribution {
@@ -81,9 +83,9 @@ export function quotedValues(tools: ReadonlyArray<{ name: string; description: s
 
 /** A value's strings and numbers long enough to quote, lower-cased: a list or object value is quoted when one of them is (a planted address in a list of recipients). */
 function quotableTexts(value: unknown): string[] {
-  const leaves = (v: unknown): string[] =>
-    typeof v === 'string' || typeof v === 'number' ? [String(v).trim().toLowerCase()] : v !== null && typeof v === 'object' ? Object.values(v).flatMap(leaves) : [];
-  return leaves(value).filter((text) => text.length >= MIN_QUOTED_VALUE_CHARS);
+  return jsonLeaves(value as JsonValue)
+    .map((text) => text.trim().toLowerCase())
+    .filter((text) => text.length >= MIN_QUOTED_VALUE_CHARS);
 }
 
 /** What one tool definition spells out of the call (see {@link flowOf}). */
@@ -94,16 +96,16 @@ export interface CallQuotes {
   everyValue: boolean;
 }
 
-/** For each tool, what its definition spells out of the call, given the text of the user's turns. */
-export function callQuotes(tools: ReadonlyArray<{ name: string; description: string; parameters?: unknown }>, args: unknown, userText: string): Map<string, CallQuotes> {
-  const values = argumentValueList(args);
-  const quotable = values.flatMap((v, i) => (quotableTexts(v).length > 0 ? [i] : []));
+/** For each tool, what its definition spells out of the call: `quoted` is quotedValues(tools, values), `userText` the user's turns. */
+export function callQuotes(quoted: ReadonlyMap<string, ReadonlySet<number>>, values: readonly unknown[], userText: string): Map<string, CallQuotes> {
+  const texts = values.map(quotableTexts);
+  const quotable = texts.flatMap((t, i) => (t.length > 0 ? [i] : []));
   const user = userText.toLowerCase();
-  const typed = new Set(values.flatMap((v, i) => (quotableTexts(v).some((text) => user.includes(text)) ? [i] : [])));
+  const typed = new Set(texts.flatMap((t, i) => (t.some((text) => user.includes(text)) ? [i] : [])));
   return new Map(
-    [...quotedValues(tools, values)].map(([tool, quoted]) => [
+    [...quoted].map(([tool, indexes]) => [
       tool,
-      { untypedValue: [...quoted].some((i) => !typed.has(i)), everyValue: quotable.every((i) => quoted.has(i)) },
+      { untypedValue: [...indexes].some((i) => !typed.has(i)), everyValue: quotable.every((i) => indexes.has(i)) },
     ]),
   );
 }
