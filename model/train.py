@@ -24,6 +24,7 @@ import bpe
 from data import (copy_drill, counterfactuals, encode_case, load_jsonl, request_counterfactual, strip_context,
                   trace_request_counterfactual, trace_texts)
 from export_onnx import load
+from padding import filler_sentences, pad_case
 from proxy_model import ProxyConfig, ProxyLM
 from scramble import scramble_values
 
@@ -201,6 +202,11 @@ def main():
                          "about what it can train on")
     ap.add_argument("--copy-drills", type=float, default=0.0,
                     help="synthetic copy sequences added, as a fraction of the training sequences (data.copy_drill)")
+    ap.add_argument("--pad-results", type=float, default=0.0,
+                    help="fraction of generator train conversations with a tool result padded with filler up to the "
+                         "window (model/padding.py); their counterfactuals keep the padding")
+    ap.add_argument("--pad-filler", default="../shared/datasets/gsm8k/problems.jsonl.xz",
+                    help="GSM8K problems whose train-split sentences are the filler of --pad-results")
     ap.add_argument("--resume", action="store_true",
                     help="continue from <out>/checkpoint.pt when it exists (written at every validation): weights, "
                          "optimiser, step, tokens and minutes so far; the batch order is drawn anew")
@@ -257,6 +263,20 @@ def main():
     if args.strip_context > 0:
         sc_rng = random.Random(args.seed + 3)
         gen_train = [strip_context(c) if sc_rng.random() < args.strip_context else c for c in gen_train]
+    if args.pad_results > 0:
+        # Before the counterfactuals, so a padded conversation's ablated copies are padded too. Own draws.
+        pr_rng = random.Random(args.seed + 7)
+        filler = filler_sentences(args.pad_filler)
+        padded = 0
+        for k, c in enumerate(gen_train):
+            if pr_rng.random() >= args.pad_results:
+                continue
+            length = len(encode_case(tok, c, 10 ** 9, pr_rng, True, False).ids)
+            p = pad_case(tok, c, pr_rng, filler, args.max_len, length)
+            if p is not None:
+                gen_train[k] = p
+                padded += 1
+        print(f"padded: {padded} of {len(gen_train)} generator train conversations", flush=True)
     # Counterfactual copies are scored with the reasoning masked, as the guard scores them.
     cf = [x for c in gen_train for x in counterfactuals(c) if rng.random() < args.counterfactuals]
     # Their own draws: the default recipe's data stays as it was.
