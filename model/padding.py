@@ -1,7 +1,7 @@
 """Long tool results for training: filler sentences around one result, up to what the proxy's window holds.
 
-A result padded to the input limit reaches the proxy as its window cut keeps it: the sentences that name the
-call's values, and filler around them up to the window's budget (src/core/windows.ts). The proxy trained on
+A result padded to the input limit reaches the proxy as the window cut keeps it: the sentences that name the
+call, their surroundings, and the head and tail of the filler, up to the window's budget (src/core/sentence-cut.ts). The proxy trained on
 short results only reads such a window badly (docs/evaluation.md, "Padding up to the input limit"): the filler
 alone lowers the call's likelihood below no result at all, so removing the whole result moves the call the
 wrong way and the leave-one-out rule cannot see the injection, and the user's request no longer chooses among
