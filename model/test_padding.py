@@ -63,7 +63,8 @@ class Filler(unittest.TestCase):
 
     @unittest.skipUnless(os.path.exists(GSM8K), "../shared/datasets/gsm8k is not beside the project")
     def test_none_of_the_evaluation_rewrites_filler(self):
-        rewrites = open(os.path.join(ROOT, "src", "eval", "rewrites.ts"), encoding="utf-8").read()
+        with open(os.path.join(ROOT, "src", "eval", "rewrites.ts"), encoding="utf-8") as f:
+            rewrites = f.read()
         block = rewrites[rewrites.index("const FILLER_SENTENCES"):]
         evaluation = set(re.findall(r"'([^']+)'", block[: block.index("];")]))
         self.assertGreater(len(evaluation), 10)

@@ -4,18 +4,11 @@
  * and ablated copies that keep the padding. The checks are Python's own unittest (standard library only); this
  * runs them in the suite.
  */
-import { spawnSync } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
-import { requirement } from '../requirements.js';
-
-const HAS_PYTHON = requirement(spawnSync('python3', ['--version']).status === 0, 'python3');
+import { describe, it } from 'vitest';
+import { expectPythonTestsPass, HAS_PYTHON } from '../python-unittest.js';
 
 describe.skipIf(!HAS_PYTHON)('padded training conversations (model/padding.py)', () => {
   it('pads one result with unseen filler up to the window and keeps everything else as it was', () => {
-    const run = spawnSync('python3', ['model/test_padding.py'], { encoding: 'utf8', timeout: 60_000 });
-    expect(run.stderr).toMatch(/Ran 7 tests/);
-    expect(run.stderr).not.toMatch(/skipped/);
-    expect(run.stderr.trim().split('\n').at(-1)).toBe('OK');
-    expect(run.status).toBe(0);
+    expectPythonTestsPass('model/test_padding.py', 7);
   });
 });
