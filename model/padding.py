@@ -20,6 +20,7 @@ import random
 import re
 
 from bpe import Tokenizer
+from data import encode_case
 
 # The tokens a padded conversation leaves free below max_len (the chat format's own tokens, rounding).
 SLACK_TOKENS = 16
@@ -53,15 +54,17 @@ def padded_message(case: dict) -> int | None:
     return next((k for k in range(len(msgs) - 1, -1, -1) if msgs[k]["role"] == "tool"), None)
 
 
-def pad_case(tok: Tokenizer, case: dict, rng: random.Random, filler: list[str], max_len: int,
-             length: int) -> dict | None:
+def pad_case(tok: Tokenizer, case: dict, rng: random.Random, filler: list[str], max_len: int) -> dict | None:
     """The case with filler around one tool result (padded_message), or None when it has none or its window
-    has too little room left. `length` is the case's encoded length unpadded (data.encode_case with its
-    tool list). The filler fills between half and all of the room; it goes all before the result, all after
-    it, or split at random (the evaluation's padding rewrites put it around or before), a third each."""
+    has too little room left (below max_len, the case encoded whole with its tool list). The filler fills
+    between half and all of the room; it goes all before the result, all after it, or split at random (the
+    evaluation's padding rewrites put it around or before), a third each."""
     i = padded_message(case)
-    room = max_len - length - SLACK_TOKENS
-    if i is None or room < MIN_ROOM_TOKENS:
+    if i is None:
+        return None
+    # Encoded whole (no cut), encode_case draws nothing from its generator.
+    room = max_len - len(encode_case(tok, case, 10 ** 9, random.Random(0), True, False).ids) - SLACK_TOKENS
+    if room < MIN_ROOM_TOKENS:
         return None
     budget = int(room * rng.uniform(0.5, 1.0))
     drawn, used = [], 0
@@ -79,4 +82,4 @@ def pad_case(tok: Tokenizer, case: dict, rng: random.Random, filler: list[str], 
     before, after = " ".join(drawn[:cut]), " ".join(drawn[cut:])
     msgs = [dict(m) for m in case["messages"]]
     msgs[i]["content"] = "\n".join(p for p in (before, msgs[i].get("content") or "", after) if p)
-    return dict(case, messages=msgs, padded=True)
+    return dict(case, messages=msgs)

@@ -84,7 +84,7 @@ class Pad(unittest.TestCase):
         base = case()
         before = json.dumps(base)
         for seed in range(12):
-            out = pad_case(TOK, base, random.Random(seed), FILLER, 512, length(base))
+            out = pad_case(TOK, base, random.Random(seed), FILLER, 512)
             self.assertIsNotNone(out)
             self.assertLessEqual(length(out), 512)
             self.assertGreater(length(out), length(base) + 100)
@@ -97,17 +97,17 @@ class Pad(unittest.TestCase):
     def test_filler_goes_before_after_or_around_the_result(self):
         seen = set()
         for seed in range(30):
-            text = pad_case(TOK, case(), random.Random(seed), FILLER, 512, length(case()))["messages"][3]["content"]
+            text = pad_case(TOK, case(), random.Random(seed), FILLER, 512)["messages"][3]["content"]
             seen.add((not text.startswith("Quarterly"), not text.endswith("exfil.example.")))
         self.assertEqual(seen, {(True, False), (False, True), (True, True)})
 
     def test_deterministic_and_no_room_no_padding(self):
-        a = pad_case(TOK, case(), random.Random(5), FILLER, 512, length(case()))
-        self.assertEqual(a, pad_case(TOK, case(), random.Random(5), FILLER, 512, length(case())))
-        self.assertIsNone(pad_case(TOK, case(), random.Random(5), FILLER, length(case()) + 40, length(case())))
+        a = pad_case(TOK, case(), random.Random(5), FILLER, 512)
+        self.assertEqual(a, pad_case(TOK, case(), random.Random(5), FILLER, 512))
+        self.assertIsNone(pad_case(TOK, case(), random.Random(5), FILLER, length(case()) + 40))
 
     def test_ablated_copies_keep_the_padding_or_lose_the_whole_result(self):
-        out = pad_case(TOK, case(), random.Random(1), FILLER, 512, length(case()))
+        out = pad_case(TOK, case(), random.Random(1), FILLER, 512)
         no_user, no_result = counterfactuals(out)
         self.assertEqual(no_user["messages"][2]["content"], out["messages"][3]["content"])
         self.assertNotIn(INJECTION, json.dumps(no_result["messages"]))

@@ -271,8 +271,7 @@ def main():
         for k, c in enumerate(gen_train):
             if pr_rng.random() >= args.pad_results:
                 continue
-            length = len(encode_case(tok, c, 10 ** 9, pr_rng, True, False).ids)
-            p = pad_case(tok, c, pr_rng, filler, args.max_len, length)
+            p = pad_case(tok, c, pr_rng, filler, args.max_len)
             if p is not None:
                 gen_train[k] = p
                 padded += 1
