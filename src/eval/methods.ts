@@ -49,6 +49,8 @@ export interface MethodResult {
   flow?: string | null;
   /** Windows the check was scored in, when it did not fit one. */
   windows?: number;
+  /** log P(action | the whole context) per action token, per window scored (one without windows): how well the proxy predicts the call. */
+  callLogProbPerToken?: number[];
   /** Tool results and descriptions no window judged (maxPasses reached), when there were any. */
   notJudged?: { messages: number[]; tools: string[] };
   /** Each description's leave-one-out evidence, for the description signal. */
@@ -106,6 +108,7 @@ function verdictResult(v: Verdict): MethodResult {
     result.flow = v.toolPoisoning.flow;
   }
   if (v.windows) result.windows = v.windows.count;
+  if (a && a.actionTokenCount > 0) result.callLogProbPerToken = a.variants.filter((x) => x.kind === 'full').map((x) => x.logProb / a.actionTokenCount);
   if (v.windows && v.windows.notJudged.messages.length + v.windows.notJudged.tools.length > 0) result.notJudged = v.windows.notJudged;
   if (v.reason !== 'model') result.reason = v.reason;
   if (v.error) result.error = `${v.error.code}: ${v.error.message}`;

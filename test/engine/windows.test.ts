@@ -113,6 +113,11 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('windowed attribution on the tiny m
     // The evaluation records it per case.
     const recorded = await guardMethod(guard({ maxPasses: 12 })).evaluate(toEvalCase({ ...input, label: 'benign' }, 'windows', 'long', 0));
     expect(recorded.notJudged).toEqual(reported.windows!.notJudged);
+    // ... and how well the proxy predicts the call in each window it scored: a log-probability per action token.
+    expect(recorded.callLogProbPerToken).toHaveLength(reported.windows!.count);
+    const fulls = reported.attribution!.variants.filter((x) => x.kind === 'full');
+    expect(recorded.callLogProbPerToken).toEqual(fulls.map((x) => x.logProb / reported.attribution!.actionTokenCount));
+    for (const c of recorded.callLogProbPerToken!) expect(c).toBeLessThan(0);
     const failed = await guard({ maxPasses: 12, truncatedSpans: 'fail' }).check(input);
     expect(failed.reason).toBe('failure-policy');
     expect(failed.decision).toBe('block');
