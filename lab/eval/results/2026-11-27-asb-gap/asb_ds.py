@@ -1,3 +1,7 @@
+"""Per score file: the result's and the user's deltas on ASB, by label, and the ROC-AUC of each reading.
+
+    python3 asb_ds.py SCORES.jsonl ...
+"""
 import json,statistics as st,sys
 for f in sys.argv[1:]:
     R=[json.loads(l) for l in open(f) if l.strip().endswith('}')][:118]

@@ -1,3 +1,7 @@
+"""Leave-one-out scores of one case file at a given window (lab/model/score_loo.py uses the model's own).
+
+    python3 score_at.py RUN_DIR CASES.jsonl OUT.jsonl WINDOW_TOKENS     # from the repository root
+"""
 import sys
 sys.path.insert(0, 'lab/model'); sys.path.insert(0, 'model')
 import score_loo, torch
