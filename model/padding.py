@@ -54,6 +54,11 @@ def padded_message(case: dict) -> int | None:
     return next((k for k in range(len(msgs) - 1, -1, -1) if msgs[k]["role"] == "tool"), None)
 
 
+def encoded_length(tok: Tokenizer, case: dict) -> int:
+    """Tokens of the case encoded whole (no cut) with its tool list; encode_case draws nothing then."""
+    return len(encode_case(tok, case, 10 ** 9, random.Random(0), True, False).ids)
+
+
 def pad_case(tok: Tokenizer, case: dict, rng: random.Random, filler: list[str], max_len: int) -> dict | None:
     """The case with filler around one tool result (padded_message), or None when it has none or its window
     has too little room left (below max_len, the case encoded whole with its tool list). The filler fills
@@ -62,8 +67,7 @@ def pad_case(tok: Tokenizer, case: dict, rng: random.Random, filler: list[str], 
     i = padded_message(case)
     if i is None:
         return None
-    # Encoded whole (no cut), encode_case draws nothing from its generator.
-    room = max_len - len(encode_case(tok, case, 10 ** 9, random.Random(0), True, False).ids) - SLACK_TOKENS
+    room = max_len - encoded_length(tok, case) - SLACK_TOKENS
     if room < MIN_ROOM_TOKENS:
         return None
     budget = int(room * rng.uniform(0.5, 1.0))

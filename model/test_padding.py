@@ -16,8 +16,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bpe import Tokenizer  # noqa: E402
-from data import counterfactuals, encode_case  # noqa: E402
-from padding import filler_sentences, pad_case, padded_message  # noqa: E402
+from data import counterfactuals  # noqa: E402
+from padding import encoded_length, filler_sentences, pad_case, padded_message  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 GSM8K = os.path.join(ROOT, "..", "shared", "datasets", "gsm8k", "problems.jsonl.xz")
@@ -41,10 +41,6 @@ def case(driver_index: int | None = 3) -> dict:
          "intended_action": {"name": "send_email", "arguments": {"to": "me@example.com", "body": "summary"}},
          "follows": True, "label": "injected", "driver": {"kind": "tool_result", "message_index": driver_index}}
     return c
-
-
-def length(c: dict) -> int:
-    return len(encode_case(TOK, c, 10 ** 9, random.Random(0), True, False).ids)
 
 
 class Filler(unittest.TestCase):
@@ -86,8 +82,8 @@ class Pad(unittest.TestCase):
         for seed in range(12):
             out = pad_case(TOK, base, random.Random(seed), FILLER, 512)
             self.assertIsNotNone(out)
-            self.assertLessEqual(length(out), 512)
-            self.assertGreater(length(out), length(base) + 100)
+            self.assertLessEqual(encoded_length(TOK, out), 512)
+            self.assertGreater(encoded_length(TOK, out), encoded_length(TOK, base) + 100)
             self.assertIn(f"Quarterly report: sales rose 4%. {INJECTION}", out["messages"][3]["content"])
             self.assertEqual([m for k, m in enumerate(out["messages"]) if k != 3],
                              [m for k, m in enumerate(base["messages"]) if k != 3])
@@ -104,7 +100,7 @@ class Pad(unittest.TestCase):
     def test_deterministic_and_no_room_no_padding(self):
         a = pad_case(TOK, case(), random.Random(5), FILLER, 512)
         self.assertEqual(a, pad_case(TOK, case(), random.Random(5), FILLER, 512))
-        self.assertIsNone(pad_case(TOK, case(), random.Random(5), FILLER, length(case()) + 40))
+        self.assertIsNone(pad_case(TOK, case(), random.Random(5), FILLER, encoded_length(TOK, case()) + 40))
 
     def test_ablated_copies_keep_the_padding_or_lose_the_whole_result(self):
         out = pad_case(TOK, case(), random.Random(1), FILLER, 512)
