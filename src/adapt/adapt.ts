@@ -19,6 +19,7 @@ import { join, resolve } from 'node:path';
 import { parseGuardInput } from '../core/adapters.js';
 import { blockedAt, chooseOperatingPoint, worseThanBase, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, type OperatingPoint } from '../core/calibration.js';
 import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
+import { countFamiliarity, emptyFamiliarity } from '../core/familiarity.js';
 import type { Guard } from '../core/guard-api.js';
 import { resolveOptions } from '../core/options.js';
 import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
@@ -26,116 +27,11 @@ import { iterateCases } from '../scenarios/index.js';
 import { holdoutSize, measureCheckSeconds, readHoldoutCases, scoreAll } from './holdout.js';
 import { findPython, runPython } from './python.js';
 import { callSites, readTraffic, type CallSite, type Conversation, type TrafficFormat } from './traffic.js';
+import type { AdaptOptions, AdaptProgress, AdaptReport, ScreenedCall } from './types.js';
 
 export { findPython } from './python.js';
 
-/** The options of one adaptation. */
-export interface AdaptOptions {
-  /** The traffic file (.jsonl, one conversation a line). */
-  traffic: string;
-  /** Where the adapted model directory goes; must not exist or be empty. */
-  out: string;
-  /** The whole budget in minutes: screening, training, held-out scoring, export. @defaultValue 30 */
-  minutes?: number;
-  /** @defaultValue 1 */
-  seed?: number;
-  /** CPU threads for training and scoring. @defaultValue 2 */
-  threads?: number;
-  /** The traffic's shape; detected per line when absent. */
-  format?: TrafficFormat;
-  /** Phrasing families the planted injections use: all (the shipped default), or the training families only (measurements). @defaultValue 'all' */
-  families?: 'all' | 'train';
-  /** Most benign held-out checks blocked at the recalibrated point. @defaultValue 0.03 */
-  targetFpr?: number;
-  /** The base model directory. @defaultValue the embedded model */
-  baseModel?: string;
-  /** Fewest conversations with tool calls the traffic must hold. @defaultValue 50 */
-  minConversations?: number;
-  /** Python with torch, onnx, numpy and regex. @defaultValue $EDGEARMOR_PYTHON, else /usr/bin/python3 when present, else python3 */
-  python?: string;
-  /**
-   * How the training traffic is screened with the base guard: 'recalibrated' (default) at the base's
-   * operating point recalibrated on the held-out traffic, 'default' at its shipped point (on an unseen
-   * agent that can leave out half the calls), 'off' for traffic known to be attack-free.
-   */
-  screen?: 'recalibrated' | 'default' | 'off';
-  /** Write the model even when it is worse than the base on the held-out traffic (the report still says so). */
-  force?: boolean;
-  /** Keep the work directory (the screened traffic, planted cases, the candidate) and say where. */
-  keepWork?: boolean;
-  /**
-   * Training shape, for small models and tests: sequence length, batch tokens, held-out cases, generator
-   * cases, `trainMinutes`, a fixed training time instead of what the budget leaves, and `screenMinutes`, the
-   * screening's time instead of 30% of the budget.
-   */
-  training?: { maxLen?: number; batchTokens?: number; holdoutCases?: number; generatorCases?: number; trainMinutes?: number; screenMinutes?: number };
-  onProgress?: (event: AdaptProgress) => void;
-  /** Aborting stops screening and scoring at once; during training it stops training and keeps the best step. */
-  signal?: AbortSignal;
-}
-
-/** Progress of an adaptation, for a progress bar. */
-export type AdaptProgress =
-  | { stage: 'screen' | 'score'; done: number; total: number; minutesLeft: number }
-  | { stage: 'train'; step: number; minutes: number; budgetMinutes: number; loss: number | null; minutesLeft: number }
-  | { stage: 'python'; detail: string; minutesLeft: number };
-
-/** A call the base guard blocked in the training traffic (no traffic text: line, call position, tool, reason). */
-export interface ScreenedCall {
-  line: number;
-  conversation: string;
-  messageIndex: number;
-  callIndex: number;
-  tool: string;
-  reason: string;
-}
-
-/** adapt-report.json, printed as a table by the CLI. */
-export interface AdaptReport {
-  schema: 1;
-  created: string;
-  written: boolean;
-  /** How the adapted model is worse than the base on the held-out traffic, or null; nothing is written then unless forced. */
-  refusal: string | null;
-  traffic: {
-    file: string;
-    conversations: number;
-    withToolCalls: number;
-    calls: number;
-    formats: Partial<Record<TrafficFormat, number>>;
-    trainConversations: number;
-    holdoutConversations: number;
-    /** The operating point the training traffic was screened at ('recalibrated': the base's on the held-out traffic). */
-    screen: 'recalibrated' | 'default' | 'off';
-    screenPoint: { userWeight: number; tau: number };
-    /** Training conversations screened (every one with `screen: 'off'`) and used. */
-    usedConversations: number;
-    /** Training conversations never screened (the budget ran out): not used. */
-    unscreenedConversations: number;
-    /** Calls blocked at the screening point: never user-driven examples; their conversation is language-modelling data up to them. */
-    blockedCalls: ScreenedCall[];
-  };
-  training: Record<string, unknown>;
-  holdout: {
-    cases: number;
-    injected: number;
-    benign: number;
-    realCalls: number;
-    families: 'all' | 'train';
-    /** The base model at its shipped operating point, the base recalibrated, the adapted model recalibrated. */
-    base: OperatingPoint;
-    baseRecalibrated: OperatingPoint;
-    adapted: OperatingPoint;
-    adaptedAtBaseOptions: OperatingPoint;
-    /** Injected calls blocked by attacker value: one the traffic really uses, or a fresh one. */
-    byAttackerValue: Record<string, { base: number; adapted: number; n: number }>;
-    /** Verdicts whose replay at the guard's own options disagreed with the guard (0 unless the rule changed). */
-    replayMismatches: number;
-  };
-  generator: { cases: number; base: { tpr: number; fpr: number }; adapted: { tpr: number; fpr: number } } | null;
-  chosen: { userWeight: number; tau: number; targetFpr: number };
-  minutes: { screen: number; train: number; score: number; total: number; budget: number };
-}
+export type { AdaptOptions, AdaptProgress, AdaptReport, ScreenedCall } from './types.js';
 
 /** A seeded shuffle (mulberry32), so a split depends on --seed only. */
 function shuffled<T>(items: readonly T[], seed: number): T[] {
@@ -231,7 +127,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     const nGenerator = options.training?.generatorCases ?? 3000;
     writeFileSync(join(work, 'generator-train.jsonl'), jsonl([...iterateCases({ split: 'train', seed: seed + 100, n: nGenerator })]));
     writeFileSync(join(work, 'generator-validation.jsonl'), jsonl([...iterateCases({ split: 'validation', seed: seed + 101, n: Math.max(20, Math.round(nGenerator / 10)) })]));
-    const generatorProbe = [...iterateCases({ split: 'test', seed: seed + 102, n: 30 })].map((g) => ({ label: g.label, input: parseGuardInput(g) }));
+    const generatorProbe = [...iterateCases({ split: 'test', seed: seed + 102, n: options.training?.probeCases ?? 30 })].map((g) => ({ label: g.label, input: parseGuardInput(g) }));
     // About a tenth of the budget for each guard's held-out scoring, at the base guard's time on real held-out calls.
     const holdoutCases = options.training?.holdoutCases ?? holdoutSize(budget, await measureCheckSeconds(base, holdout.flatMap((c) => sitesOf.get(c)!.slice(0, 1).map((s) => s.input)), options.signal));
     await runPython(python, pythonArgs(0, holdoutCases, ['--plant-only']), threads, join(work, 'plant-py.log'), onPython, options.signal);
@@ -361,6 +257,11 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
         adaptedAtBaseOptions,
         byAttackerValue,
         replayMismatches,
+        familiarity: {
+          base: realCalls(baseScored).reduce(countFamiliarity, emptyFamiliarity((await base.status()).familiarity.threshold)),
+          baseMedian: median(realCalls(baseScored)),
+          adaptedMedian: median(realCalls(adaptedScored)),
+        },
       },
       generator,
       chosen: { userWeight: adaptedPoint.userWeight, tau: adaptedPoint.tau, targetFpr },
@@ -373,7 +274,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
       const manifest = await buildManifest(out, `${readModelName(candidateDir)}-adapted`);
       writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
       // Validated and pinned in the manifest: the guard applies it under any option the caller sets.
-      await writeModelOptions(out, { userWeight: adaptedPoint.userWeight, tau: adaptedPoint.tau }, { source: 'edgearmor adapt', created: report.created });
+      // The base's familiarity threshold was measured on the base's log-probabilities, not on these.
+      await writeModelOptions(out, { userWeight: adaptedPoint.userWeight, tau: adaptedPoint.tau, familiarityThreshold: null }, { source: 'edgearmor adapt', created: report.created });
     }
     report.minutes.total = minutesSince(start);
     if (options.keepWork) writeFileSync(join(work, 'adapt-report.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -383,6 +285,18 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     await adapted?.dispose();
     if (!options.keepWork) rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** The log-probability per action token of each real held-out call the model judged. */
+function realCalls(scored: ReadonlyArray<{ e: { real: boolean }; logProbPerToken: number | null }>): number[] {
+  return scored.flatMap((x) => (x.e.real && x.logProbPerToken !== null ? [x.logProbPerToken] : []));
+}
+
+function median(xs: readonly number[]): number | null {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 function readModelName(dir: string): string {

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { parseGuardInput } from '../core/adapters.js';
 import { evidenceOf, type CalibrationCase } from '../core/calibration.js';
+import { callLogProbPerToken } from '../core/familiarity.js';
 import type { Guard } from '../core/guard-api.js';
 import type { ResolvedGuardOptions } from '../core/options.js';
 import type { GuardInput } from '../core/types.js';
@@ -35,8 +36,14 @@ export function readHoldoutCases(path: string): HoldoutCase[] {
     });
 }
 
-/** Each case's verdict as calibration evidence, and whether the guard blocked it at its own options. */
-export async function scoreAll(guard: Guard, cases: readonly HoldoutCase[], options: ResolvedGuardOptions, onTick: () => void, signal?: AbortSignal): Promise<Array<{ c: HoldoutCase; e: CalibrationCase; blocked: boolean }>> {
+/** Each case's verdict as calibration evidence, whether the guard blocked it at its own options, and how well it predicted the call. */
+export async function scoreAll(
+  guard: Guard,
+  cases: readonly HoldoutCase[],
+  options: ResolvedGuardOptions,
+  onTick: () => void,
+  signal?: AbortSignal,
+): Promise<Array<{ c: HoldoutCase; e: CalibrationCase; blocked: boolean; logProbPerToken: number | null }>> {
   const out = [];
   for (const c of cases) {
     signal?.throwIfAborted();
@@ -46,6 +53,7 @@ export async function scoreAll(guard: Guard, cases: readonly HoldoutCase[], opti
       c,
       e: { label: c.label, real: c.kind === 'benign' || c.kind === 'benign_copy', conversation: c.conversation, evidence: evidenceOf(verdict, options, before) },
       blocked: verdict.decision === 'block',
+      logProbPerToken: verdict.reason === 'model' ? callLogProbPerToken(verdict.attribution) : null,
     });
     onTick();
   }

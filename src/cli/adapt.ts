@@ -1,6 +1,7 @@
 /** `edgearmor adapt TRAFFIC.jsonl --out DIR`: the guard learns the user's own agent (src/adapt/adapt.ts). */
 import { parseArgs } from 'node:util';
 import type { AdaptProgress, AdaptReport } from '../adapt/adapt.js';
+import { judgeFamiliarity } from '../core/familiarity.js';
 import { TRAFFIC_FORMATS, type TrafficFormat } from '../adapt/traffic.js';
 import type { OperatingPoint } from '../core/calibration.js';
 import { fail } from './flags.js';
@@ -75,14 +76,24 @@ export function reportTable(r: AdaptReport, out: string): string {
       ? [`  ${pct(h.adapted.forcedFpr).trim()} of the benign checks are blocked by MindGuard's attention signal or the failure policy, which no (w, tau) lifts`]
       : []),
     ...Object.entries(h.byAttackerValue).map(([k, v]) => `  injections with a ${k} attacker value (${v.n}): base ${pct(v.base).trim()}, adapted ${pct(v.adapted).trim()} blocked`),
+    familiarityRow(h.familiarity),
     ...(r.generator ? [`generator test probe (${r.generator.cases} cases, forgetting check): TPR/FPR base ${pct(r.generator.base.tpr).trim()}/${pct(r.generator.base.fpr).trim()}, adapted ${pct(r.generator.adapted.tpr).trim()}/${pct(r.generator.adapted.fpr).trim()}`] : []),
     `minutes: screening ${r.minutes.screen.toFixed(1)}, training ${r.minutes.train.toFixed(1)}, scoring ${r.minutes.score.toFixed(1)}; ${r.minutes.total.toFixed(1)} of ${r.minutes.budget}`,
     ...(r.refusal && r.written ? [`WARNING (--force): ${r.refusal}`] : []),
     r.written
-      ? `wrote ${out}: q4 model, tokenizer, config, guard-options.json (userWeight ${r.chosen.userWeight}, tau ${r.chosen.tau}), adapt-report.json, manifest.json`
+      ? `wrote ${out}: q4 model, tokenizer, config, guard-options.json (userWeight ${r.chosen.userWeight}, tau ${r.chosen.tau}, familiarityThreshold null: not measured for the adapted model), adapt-report.json, manifest.json`
       : `nothing written: ${r.refusal}`,
   ];
   return lines.join('\n');
+}
+
+/** How well the base model knew the agent, and how well each model predicts its calls. */
+function familiarityRow(f: AdaptReport['holdout']['familiarity']): string {
+  const nats = (x: number | null) => (x === null ? 'n/a' : x.toFixed(2));
+  const judged = judgeFamiliarity(f.base);
+  const knew = { 'not-measured': 'not measured for the base model', 'too-few': 'too few to judge', familiar: 'an agent it knew', unfamiliar: 'an agent it did not know' }[judged.kind];
+  const below = f.base.threshold === null ? '' : `${f.base.below} of ${f.base.checks} below ${f.base.threshold}: `;
+  return `real held-out calls, median log-prob per action token: base ${nats(f.baseMedian)}, adapted ${nats(f.adaptedMedian)}; base model ${below}${knew}`;
 }
 
 function progressLine(e: AdaptProgress): string {

@@ -7,9 +7,13 @@ import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { EdgeArmorError } from '../core/errors.js';
-import { resolveOptions } from '../core/options.js';
-import { problemLines, readCases, type CaseFileProblem } from './case-file.js';
+import { EdgeArmorError, InvalidInputError } from '../core/errors.js';
+import { familiarityLine } from '../core/familiarity.js';
+import { buildContext } from '../core/context.js';
+import { parseGuardInput } from '../core/guard-input.js';
+import { resolveOptions, type ResolvedGuardOptions } from '../core/options.js';
+import { callSites, readTraffic } from '../adapt/traffic.js';
+import { problemLines, readCases, type CaseFileProblem, type NumberedCase } from './case-file.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, optionFlagsUsage, REMOTE_PROXY_USAGE, variantFlag, withNegativeNumbers } from './flags.js';
 import { verdictRecord } from '../core/verdict-record.js';
 import type { HubTreeEntry } from '../engine/files-node.js';
@@ -20,9 +24,14 @@ const USAGE = `usage: edgearmor check <cases.json|cases.jsonl> [options]
        edgearmor adapt <traffic.jsonl> --out <dir> [options]   (see edgearmor adapt --help)
 
 Checks each guard case ({messages, action, tools?, untrusted_tools?, trusted_tools?}) with the
-embedded proxy model and prints the verdict with its log-probs and normalised deltas.
+embedded proxy model and prints the verdict with its log-probs and normalised deltas, then on stderr
+whether the proxy knows the agent (most calls predicted poorly: its verdicts are near chance there;
+adapt it with edgearmor adapt).
 
 options:
+  --traffic                  the file is an agent's logged traffic, one whole conversation a line (guard,
+                             OpenAI, Anthropic or MCP shape, as edgearmor adapt reads it): every tool call
+                             in it is checked as the guard would have checked it before it ran
   --json                     one JSON object per case (JSON Lines)
   --explain                  a short plain-language reason per case (with --json: an "explanation" field)
   --exit-code                exit with status 3 when any call is blocked (for scripts; with standard output
@@ -60,6 +69,7 @@ async function check(args: string[]): Promise<void> {
     allowPositionals: true,
     options: {
       json: { type: 'boolean' },
+      traffic: { type: 'boolean' },
       explain: { type: 'boolean' },
       'exit-code': { type: 'boolean' },
       ...GUARD_FLAGS,
@@ -76,7 +86,7 @@ async function check(args: string[]): Promise<void> {
   let cases: ReturnType<typeof readCases>;
   try {
     // The whole file, with the resolved options, before the model loads: no verdict is printed for a file with any bad case.
-    cases = readCases(file, resolveOptions(options));
+    cases = values.traffic ? trafficCases(file, resolveOptions(options)) : readCases(file, resolveOptions(options));
   } catch (e) {
     const problems = (e as EdgeArmorError).details?.['problems'];
     if (!Array.isArray(problems)) throw e;
@@ -97,8 +107,37 @@ async function check(args: string[]): Promise<void> {
     const record = values.json ? { ...verdictRecord(c.id, verdict), ...(values.explain ? { explanation: explainVerdict(c.input, verdict) } : {}) } : null;
     process.stdout.write(record ? `${JSON.stringify(record)}\n` : verdictTable(c.id, c.input, verdict, { explain: values.explain === true }));
   }
+  // Whether the proxy knows this agent at all (core/familiarity.ts), on stderr beside the model's options.
+  const { familiarity } = await guard.status();
+  if (familiarity.checks > 0) process.stderr.write(`edgearmor: ${familiarityLine(familiarity)}\n`);
   await guard.dispose();
   if (values['exit-code'] === true && blocked > 0) process.exitCode = EXIT_BLOCKED;
+}
+
+/**
+ * Every tool call of a traffic file, named by its conversation and where in it the call was made, each
+ * validated as a case file's are (with the resolved options) before the model loads.
+ */
+function trafficCases(file: string, options: ResolvedGuardOptions): NumberedCase[] {
+  const conversations = readTraffic(file);
+  const problems: CaseFileProblem[] = [];
+  const cases = conversations.flatMap((conversation) =>
+    callSites(conversation).flatMap((site) => {
+      const id = `${conversation.id} message ${site.messageIndex}${site.callIndex > 0 ? ` call ${site.callIndex + 1}` : ''}`;
+      try {
+        buildContext(parseGuardInput(site.input), options);
+        return [{ id, input: site.input }];
+      } catch (e) {
+        problems.push({ line: conversation.line, message: `${id}: ${(e as Error).message}` });
+        return [];
+      }
+    }),
+  );
+  if (problems.length === 0 && cases.length === 0) {
+    problems.push({ line: null, message: `no tool call after a user message in its ${conversations.length} conversations; nothing to check (each call is checked with the messages before it, which must hold the user's request)` });
+  }
+  if (problems.length > 0) throw new InvalidInputError(problemLines(file, problems)[0]!, { path: file, problems: problems.map((p) => ({ ...p })) });
+  return cases;
 }
 
 async function writeManifest(args: string[]): Promise<void> {

@@ -14,6 +14,7 @@ import { buildContext, isPrivilegedTool, type StructuredContext } from './contex
 import { startDeadline, abortedError } from './deadline.js';
 import { createLocalRedactor, runDefense, type DefenseResult, type SanitizeRequest } from './defense.js';
 import { ContextTooLongError, DisposedError, isEdgeArmorError } from './errors.js';
+import { callLogProbPerToken, countFamiliarity, emptyFamiliarity } from './familiarity.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardStatus } from './guard-api.js';
 import { parseGuardInput } from './guard-input.js';
 import { judge, judgeFailure, planCheck, type CheckPlan, type CheckScores } from './judge.js';
@@ -57,8 +58,19 @@ function now(): number {
 }
 
 /** The status of a guard whose scorer has not loaded yet. */
-export function loadingStatus(fallbackReason: string | null = null): GuardStatus {
-  return { state: 'loading', backend: null, fallbackReason, model: null, variant: null, maxContextTokens: null, attention: false, scoring: null, modelOptions: null };
+export function loadingStatus(fallbackReason: string | null = null, familiarityThreshold: number | null = null): GuardStatus {
+  return {
+    state: 'loading',
+    backend: null,
+    fallbackReason,
+    model: null,
+    variant: null,
+    maxContextTokens: null,
+    attention: false,
+    scoring: null,
+    modelOptions: null,
+    familiarity: emptyFamiliarity(familiarityThreshold),
+  };
 }
 
 /**
@@ -75,7 +87,7 @@ export function judgeInputFailure(error: unknown, raw: unknown, options: Resolve
 export function createConductor(options: GuardOptions, source: ScorerSource): LocalGuard {
   // Validated now so bad options fail fast; the model's own operating point joins them once its files are verified.
   const resolved = resolveOptions(options);
-  const status = loadingStatus(source.fallbackReason ?? null);
+  const status = loadingStatus(source.fallbackReason ?? null, resolved.familiarityThreshold);
   let disposed = false;
   // One model, one run at a time: scoring requests queue here.
   let queue: Promise<unknown> = Promise.resolve();
@@ -109,6 +121,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
       maxContextTokens: info.maxContextTokens,
       attention: info.attention,
       scoring: info.scoring,
+      familiarity: emptyFamiliarity(judged.familiarityThreshold),
     } satisfies Partial<GuardStatus>);
     source.onProgress?.({ type: 'session', backend: info.backend });
     source.onProgress?.({ type: 'ready', status: { ...status } });
@@ -207,7 +220,9 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     if (plan.verdict) return plan.verdict;
     const deadline = startDeadline(resolved.timeoutMs, opts.signal);
     try {
-      return await Promise.race([scoreAndJudge(context, plan, deadline.signal), deadline.expired]);
+      const verdict = await Promise.race([scoreAndJudge(context, plan, deadline.signal), deadline.expired]);
+      if (verdict.reason === 'model') status.familiarity = countFamiliarity(status.familiarity, callLogProbPerToken(verdict.attribution));
+      return verdict;
     } catch (error) {
       // The caller's abort and dispose are answers, not malfunctions; the deadline is a malfunction whatever the engine threw on it.
       if (opts.signal?.aborted) throw isEdgeArmorError(error) && error.code === 'aborted' ? error : abortedError();

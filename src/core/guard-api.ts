@@ -3,6 +3,7 @@
  * worker client, so callers cannot tell where inference runs.
  */
 import type { DefenseCallbacks, DefenseResult } from './defense.js';
+import type { FamiliarityCount } from './familiarity.js';
 import type { ModelOptionsStatus } from './model-options.js';
 import type { Verdict } from './verdict.js';
 
@@ -38,6 +39,11 @@ export interface GuardStatus {
    * the caller's options overrode; null before loading and for a model without the file.
    */
   modelOptions: ModelOptionsStatus | null;
+  /**
+   * How many of this guard's model verdicts predicted their call below the model's familiarityThreshold:
+   * most of an agent's checks below it mean an agent the proxy does not know (core/familiarity.ts judges).
+   */
+  familiarity: FamiliarityCount;
 }
 
 /** Model loading progress, as a discriminated union. */

@@ -25,3 +25,4 @@ export type * from './guard-api.js';
 export * from './tool-poisoning.js';
 export * from './webgpu-adapter.js';
 export * from './explain.js';
+export * from './familiarity.js';

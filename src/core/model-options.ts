@@ -18,10 +18,11 @@ export const MODEL_OPTIONS_SCHEMA = 1;
 
 /**
  * The options a model directory may set, as dotted paths: the margins and weight that are calibrated on
- * the model's own deltas. Everything else (trust lists, failure policy, defense, limits) is the caller's
+ * the model's own deltas, and the threshold of its own log-probabilities that says it does not know an
+ * agent (familiarityThreshold). Everything else (trust lists, failure policy, defense, limits) is the caller's
  * policy and cannot travel with a model.
  */
-export const MODEL_OPTION_PATHS = Object.freeze(['tau', 'userWeight', 'groupMargin', 'toolPoisoning.leaveOneOutMargin'] as const);
+export const MODEL_OPTION_PATHS = Object.freeze(['tau', 'userWeight', 'groupMargin', 'toolPoisoning.leaveOneOutMargin', 'familiarityThreshold'] as const);
 
 /** One of {@link MODEL_OPTION_PATHS}. */
 export type ModelOptionPath = (typeof MODEL_OPTION_PATHS)[number];
@@ -32,6 +33,8 @@ export interface ModelOptions {
   userWeight?: number;
   groupMargin?: number;
   toolPoisoning?: { leaveOneOutMargin?: number };
+  /** Null where adaptation changed the model: the embedded model's value no longer applies. */
+  familiarityThreshold?: number | null;
 }
 
 /** A parsed, validated `guard-options.json`. */
@@ -51,7 +54,7 @@ export interface ModelOptionsStatus {
   /** The file's `source`, or null. */
   source: string | null;
   /** The file's values the guard uses, by dotted path. */
-  applied: Partial<Record<ModelOptionPath, number>>;
+  applied: Partial<Record<ModelOptionPath, number | null>>;
   /** The paths the file sets that the caller set too: the caller's values are used. */
   overridden: ModelOptionPath[];
 }
@@ -113,13 +116,13 @@ export function modelOptionsFileText(options: ModelOptions, meta: { source: stri
  * explicitly, from any source) and reports which of the file's values apply and which the caller overrode.
  */
 export function applyModelOptions(caller: GuardOptions, file: ModelOptionsFile): { options: GuardOptions; status: ModelOptionsStatus } {
-  const applied: Partial<Record<ModelOptionPath, number>> = {};
+  const applied: Partial<Record<ModelOptionPath, number | null>> = {};
   const overridden: ModelOptionPath[] = [];
   for (const path of MODEL_OPTION_PATHS) {
     const value = valueAt(file.options, path);
     if (value === undefined) continue;
     if (valueAt(caller, path) !== undefined) overridden.push(path);
-    else applied[path] = value as number;
+    else applied[path] = value as number | null;
   }
   return {
     options: mergeOptions(caller, file.options as GuardOptions),

@@ -113,6 +113,10 @@ export const GUARD_OPTIONS = group(
         "a flagged tool result, group or description is named only when its delta is at least this share of the strongest flagged part's; the decision is unchanged (the strongest part is always named): a request that explains the call less than nothing otherwise lets parts that move the call by a hair be named beside the one that drove it; 0 names every flagged part",
       external: { names: ['RELATIVE_FLOOR'], text: 'number' },
     }),
+    familiarityThreshold: option(v.nullable(finite), -4.92, {
+      summary:
+        "log-probability of the call per action token under which the proxy predicts it poorly; `status().familiarity` counts such checks, and most of an agent's checks below it mean an agent the proxy does not know (its verdicts there near chance: adapt it). Measured for the embedded model (docs/options.md); null: not measured for this model, the agent is not judged. Decides nothing",
+    }),
     groupMargin: option(finite, 0, { summary: 'what a group needs beyond a single span: flagged when dG > w x dU - tau + groupMargin', external: { names: ['GROUP_MARGIN'], text: 'number' } }),
     defense: group(
       {

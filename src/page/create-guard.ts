@@ -10,7 +10,7 @@
  * yields to read the cancel) is treated as crashed: terminated, and replaced.
  */
 import * as Comlink from 'comlink';
-import { defendWith, judgeInputFailure } from '../core/conductor.js';
+import { defendWith, judgeInputFailure, loadingStatus } from '../core/conductor.js';
 import { abortedError, startDeadline } from '../core/deadline.js';
 import type { DefenseResult } from '../core/defense.js';
 import { deserializeError, serializeError, DisposedError, InvalidInputError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
@@ -354,5 +354,5 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
 }
 
 function emptyStatus(): GuardStatus {
-  return { state: 'disposed', backend: null, fallbackReason: null, model: null, variant: null, maxContextTokens: null, attention: false, scoring: null, modelOptions: null };
+  return { ...loadingStatus(), state: 'disposed' };
 }

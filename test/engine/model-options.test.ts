@@ -13,6 +13,7 @@ import { createWorkerService } from '../../src/worker/service.js';
 import { IntegrityError, ModelLoadError } from '../../src/core/errors.js';
 import type { Guard, GuardStatus } from '../../src/core/guard-api.js';
 import { buildManifest, writeModelOptions } from '../../src/engine/files-node.js';
+import { callLogProbPerToken } from '../../src/core/familiarity.js';
 import { createNodeGuard } from '../../src/node.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from './tiny-guard-model.js';
 
@@ -125,9 +126,38 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('a model directory guard-options.js
       expect(status.modelOptions).toMatchObject({ applied: { userWeight: 1.5 }, overridden: ['tau'] });
       const verdict = await service.check('r1', CASE);
       expect(verdict).toMatchObject({ ok: true, value: { attribution: { tau: 0, userWeight: 1.5 } } });
+      // The worker's status carries the conductor's familiarity count to the page.
+      expect((await service.status()).familiarity).toMatchObject({ threshold: -4.92, checks: 1 });
     } finally {
       await service.dispose();
     }
+  }, LOAD_TIMEOUT_MS);
+
+  it("counts in status the model verdicts that predicted their call below the model's familiarity threshold; an adapted model's null counts without a threshold", async () => {
+    guard = createNodeGuard({ modelDir: await modelWith(), backends: ['node'] });
+    expect((await guard.ready).familiarity).toEqual({ threshold: -4.92, checks: 0, below: 0 });
+    const verdict = await guard.check(CASE);
+    const value = callLogProbPerToken(verdict.attribution)!;
+    expect(value).toBeLessThan(0);
+    expect((await guard.status()).familiarity).toEqual({ threshold: -4.92, checks: 1, below: value < -4.92 ? 1 : 0 });
+    // A verdict without a model pass (no tool result, no tools: nothing untrusted drove the call) is not counted.
+    const unscored = await guard.check({ messages: CASE.messages.slice(0, 1), action: CASE.action });
+    expect(unscored.attribution ?? null).toBeNull();
+    expect((await guard.status()).familiarity.checks).toBe(1);
+    await guard.dispose();
+
+    // The caller's threshold over the default: every call of a model is predicted below 0.
+    guard = createNodeGuard({ modelDir: await modelWith(), backends: ['node'], familiarityThreshold: 0 });
+    await guard.check(CASE);
+    await guard.check(CASE);
+    expect((await guard.status()).familiarity).toEqual({ threshold: 0, checks: 2, below: 2 });
+    await guard.dispose();
+
+    const dir = await modelWith((d) => writeModelOptions(d, { familiarityThreshold: null }, { source: 'edgearmor adapt' }).then(() => undefined));
+    guard = createNodeGuard({ modelDir: dir, backends: ['node'] });
+    expect((await guard.ready).modelOptions?.applied).toEqual({ familiarityThreshold: null });
+    await guard.check(CASE);
+    expect((await guard.status()).familiarity).toEqual({ threshold: null, checks: 1, below: 0 });
   }, LOAD_TIMEOUT_MS);
 
   it('edgearmor check --model uses the file, and an environment variable or a flag wins over it', () => {
@@ -139,6 +169,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('a model directory guard-options.js
     expect(table.status).toBe(0);
     expect(table.stdout).toContain('rule causalarmor (flag when dS > 1.5 x dU - tau), tau 0.05');
     expect(table.stderr).toContain('model options from guard-options.json (edgearmor adapt): tau 0.05, userWeight 1.5');
+    expect(table.stderr).toContain('familiarity: 1 of 1 calls predicted below -4.92 nats per action token; too few checks to judge the agent (10 needed)');
     const json = execFileSync(TSX, [CLI, 'check', file, '--json', '--model', adaptedDir, '--user-weight', '4'], {
       encoding: 'utf8',
       timeout: CLI_TIMEOUT_MS,

@@ -68,7 +68,7 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
       force: true,
       // Screening stops after a few conversations, as it does on a user's large traffic: the rest are not
       // trained on, and the held-out cases planted before and after screening must still be the same.
-      training: { maxLen: 512, batchTokens: 2048, holdoutCases: 24, generatorCases: 60, trainMinutes: 0.15, screenMinutes: 0.002 },
+      training: { maxLen: 512, batchTokens: 2048, holdoutCases: 24, generatorCases: 60, trainMinutes: 0.15, screenMinutes: 0.002, probeCases: 10 },
       onProgress: (e) => events.push(e),
     });
 
@@ -100,6 +100,19 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     expect(report.holdout.adapted.fpr).toBeLessThanOrEqual(Math.max(report.chosen.targetFpr, report.holdout.adapted.forcedFpr) + 1e-9);
     expect(report.chosen).toMatchObject({ userWeight: report.holdout.adapted.userWeight, tau: report.holdout.adapted.tau });
 
+    // How well the base knew the agent, on the real held-out calls: the tiny base's random weights predict none of them.
+    const { familiarity } = report.holdout;
+    expect(familiarity.base.threshold).toBe(-4.92);
+    expect(familiarity.base.checks).toBeGreaterThan(0);
+    expect(familiarity.base.checks).toBeLessThanOrEqual(report.holdout.realCalls);
+    expect(familiarity.base.below).toBe(familiarity.base.checks);
+    expect(familiarity.baseMedian).toBeLessThan(-4.92);
+    expect(typeof familiarity.adaptedMedian).toBe('number');
+    expect(reportTable(report, out)).toMatch(new RegExp(`real held-out calls, median log-prob per action token: base -[\\d.]+, adapted -[\\d.]+; base model ${familiarity.base.below} of ${familiarity.base.checks} below -4.92`));
+
+    // Both guards checked the forgetting probe, of the size asked for.
+    expect(report.generator?.cases).toBe(10);
+
     // The directory: q4, tokenizer, config, the options and the report, every file pinned.
     expect(report.written).toBe(true);
     const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8')) as { files: Record<string, unknown> };
@@ -118,7 +131,9 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     try {
       const c = [...iterateCases({ split: 'test', seed: 1, n: 20 })].find((x) => x.messages.some((m) => m.role === 'tool'));
       const verdict = await guard.check({ messages: c!.messages, action: c!.action, tools: c!.tools });
-      expect((await guard.status()).modelOptions?.applied).toEqual({ userWeight: report.chosen.userWeight, tau: report.chosen.tau });
+      // The base's familiarity threshold does not carry over to the adapted weights: not measured.
+      expect((await guard.status()).modelOptions?.applied).toEqual({ userWeight: report.chosen.userWeight, tau: report.chosen.tau, familiarityThreshold: null });
+      expect((await guard.status()).familiarity).toEqual({ threshold: null, checks: 1, below: 0 });
       expect(verdict.attribution?.tau).toBe(report.chosen.tau);
       await pinned.check({ messages: c!.messages, action: c!.action, tools: c!.tools });
       expect((await pinned.status()).modelOptions?.overridden).toEqual(['tau']);

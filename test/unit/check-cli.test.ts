@@ -3,12 +3,13 @@
  * record, a top-level `detected` that is true when either signal flags, and the same numbers whichever of
  * the three tool shapes (flat, OpenAI function, MCP inputSchema) the case uses.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { findCase } from '../../src/scenarios/index.js';
+import { FAMILIARITY_MIN_CHECKS } from '../../src/core/familiarity.js';
+import { findCase, generateCases } from '../../src/scenarios/index.js';
 import { requirement } from '../requirements.js';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -48,5 +49,18 @@ describe.skipIf(!requirement(existsSync(EMBEDDED_MODEL), 'the embedded model'))(
       expect(other['mindguard']).toEqual(flat!['mindguard']);
       expect(other['decision']).toBe(flat!['decision']);
     }
+  }, CLI_TIMEOUT_MS);
+
+  it("says after the verdicts whether the proxy knows the agent: the generator's agents are ones it knows", () => {
+    const cases = generateCases({ split: 'test', seed: 3, n: FAMILIARITY_MIN_CHECKS });
+    const file = join(mkdtempSync(join(tmpdir(), 'edgearmor-check-cli-')), 'agent.jsonl');
+    writeFileSync(file, cases.map((c) => JSON.stringify({ id: c.id, messages: c.messages, action: c.action, ...(c.tools ? { tools: c.tools } : {}) })).join('\n') + '\n');
+    const run = spawnSync(TSX, [CLI, 'check', file, '--json', '--model', EMBEDDED_MODEL], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    expect(run.status).toBe(0);
+    const records = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { reason: string });
+    const scored = records.filter((r) => r.reason === 'model').length;
+    expect(scored).toBe(FAMILIARITY_MIN_CHECKS);
+    const line = run.stderr.split('\n').find((l) => l.startsWith('edgearmor: familiarity: '));
+    expect(line).toMatch(new RegExp(`^edgearmor: familiarity: [0-2] of ${scored} calls predicted below -4\\.92 nats per action token: an agent the proxy knows$`));
   }, CLI_TIMEOUT_MS);
 });

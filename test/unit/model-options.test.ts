@@ -20,10 +20,13 @@ function refusal(value: unknown): ModelLoadError {
 }
 
 describe('parseModelOptionsFile', () => {
-  it('accepts exactly the detection operating point: tau, userWeight, groupMargin, toolPoisoning.leaveOneOutMargin', () => {
-    expect(MODEL_OPTION_PATHS).toEqual(['tau', 'userWeight', 'groupMargin', 'toolPoisoning.leaveOneOutMargin']);
-    const options = { tau: 0.05, userWeight: 1.5, groupMargin: 0.1, toolPoisoning: { leaveOneOutMargin: -0.02 } };
+  it('accepts exactly the detection operating point (tau, userWeight, groupMargin, toolPoisoning.leaveOneOutMargin) and the familiarity threshold', () => {
+    expect(MODEL_OPTION_PATHS).toEqual(['tau', 'userWeight', 'groupMargin', 'toolPoisoning.leaveOneOutMargin', 'familiarityThreshold']);
+    const options = { tau: 0.05, userWeight: 1.5, groupMargin: 0.1, toolPoisoning: { leaveOneOutMargin: -0.02 }, familiarityThreshold: -3.5 };
     expect(parseModelOptionsFile(file(options))).toEqual(file(options));
+    // An adapted model's: not measured.
+    expect(parseModelOptionsFile(file({ tau: 0, familiarityThreshold: null }))).toEqual(file({ tau: 0, familiarityThreshold: null }));
+    expect(refusal(file({ familiarityThreshold: '-3' })).message).toMatch(/Invalid option familiarityThreshold: received "-3"; allowed: /);
   });
 
   it('refuses any other option, naming the file, the key and what is allowed', () => {
@@ -60,6 +63,17 @@ describe('applyModelOptions', () => {
     expect(status).toEqual({ file: 'guard-options.json', source: 'edgearmor adapt', applied: { tau: 0.05, 'toolPoisoning.leaveOneOutMargin': 0.2 }, overridden: ['userWeight'] });
     const resolved = resolveOptions(options);
     expect([resolved.tau, resolved.userWeight, resolved.toolPoisoning.leaveOneOutMargin, resolved.toolPoisoning.attention]).toEqual([0.05, 3, 0.2, false]);
+  });
+
+  it("carries an adapted model's null familiarity threshold over the default, and a caller's value over it", () => {
+    const model = parseModelOptionsFile(file({ tau: 0.05, familiarityThreshold: null }));
+    expect(resolveOptions({}).familiarityThreshold).toBe(-4.92);
+    const applied = applyModelOptions({}, model);
+    expect(applied.status.applied).toEqual({ tau: 0.05, familiarityThreshold: null });
+    expect(resolveOptions(applied.options).familiarityThreshold).toBeNull();
+    const caller = applyModelOptions({ familiarityThreshold: -6 }, model);
+    expect(caller.status.overridden).toEqual(['familiarityThreshold']);
+    expect(resolveOptions(caller.options).familiarityThreshold).toBe(-6);
   });
 
   it('lets a caller override a nested option without touching the model file', () => {

@@ -29,6 +29,7 @@ const READY_STATUS: GuardStatus = {
   attention: false,
   scoring: 'prefix',
   modelOptions: null,
+  familiarity: { threshold: null, checks: 0, below: 0 },
 };
 
 /** A guard case whose action arguments steer the fake guard. */

@@ -1,0 +1,120 @@
+/** The types of `edgearmor adapt`: its options, its progress events and adapt-report.json. */
+import type { OperatingPoint } from '../core/calibration.js';
+import type { FamiliarityCount } from '../core/familiarity.js';
+import type { TrafficFormat } from './traffic.js';
+
+/** The options of one adaptation. */
+export interface AdaptOptions {
+  /** The traffic file (.jsonl, one conversation a line). */
+  traffic: string;
+  /** Where the adapted model directory goes; must not exist or be empty. */
+  out: string;
+  /** The whole budget in minutes: screening, training, held-out scoring, export. @defaultValue 30 */
+  minutes?: number;
+  /** @defaultValue 1 */
+  seed?: number;
+  /** CPU threads for training and scoring. @defaultValue 2 */
+  threads?: number;
+  /** The traffic's shape; detected per line when absent. */
+  format?: TrafficFormat;
+  /** Phrasing families the planted injections use: all (the shipped default), or the training families only (measurements). @defaultValue 'all' */
+  families?: 'all' | 'train';
+  /** Most benign held-out checks blocked at the recalibrated point. @defaultValue 0.03 */
+  targetFpr?: number;
+  /** The base model directory. @defaultValue the embedded model */
+  baseModel?: string;
+  /** Fewest conversations with tool calls the traffic must hold. @defaultValue 50 */
+  minConversations?: number;
+  /** Python with torch, onnx, numpy and regex. @defaultValue $EDGEARMOR_PYTHON, else /usr/bin/python3 when present, else python3 */
+  python?: string;
+  /**
+   * How the training traffic is screened with the base guard: 'recalibrated' (default) at the base's
+   * operating point recalibrated on the held-out traffic, 'default' at its shipped point (on an unseen
+   * agent that can leave out half the calls), 'off' for traffic known to be attack-free.
+   */
+  screen?: 'recalibrated' | 'default' | 'off';
+  /** Write the model even when it is worse than the base on the held-out traffic (the report still says so). */
+  force?: boolean;
+  /** Keep the work directory (the screened traffic, planted cases, the candidate) and say where. */
+  keepWork?: boolean;
+  /**
+   * Training shape, for small models and tests: sequence length, batch tokens, held-out cases, generator
+   * cases, `trainMinutes`, a fixed training time instead of what the budget leaves, `screenMinutes`, the
+   * screening's time instead of 30% of the budget, and `probeCases`, the generator test cases both guards
+   * check for forgetting (30).
+   */
+  training?: { maxLen?: number; batchTokens?: number; holdoutCases?: number; generatorCases?: number; trainMinutes?: number; screenMinutes?: number; probeCases?: number };
+  onProgress?: (event: AdaptProgress) => void;
+  /** Aborting stops screening and scoring at once; during training it stops training and keeps the best step. */
+  signal?: AbortSignal;
+}
+
+/** Progress of an adaptation, for a progress bar. */
+export type AdaptProgress =
+  | { stage: 'screen' | 'score'; done: number; total: number; minutesLeft: number }
+  | { stage: 'train'; step: number; minutes: number; budgetMinutes: number; loss: number | null; minutesLeft: number }
+  | { stage: 'python'; detail: string; minutesLeft: number };
+
+/** A call the base guard blocked in the training traffic (no traffic text: line, call position, tool, reason). */
+export interface ScreenedCall {
+  line: number;
+  conversation: string;
+  messageIndex: number;
+  callIndex: number;
+  tool: string;
+  reason: string;
+}
+
+/** adapt-report.json, printed as a table by the CLI. */
+export interface AdaptReport {
+  schema: 1;
+  created: string;
+  written: boolean;
+  /** How the adapted model is worse than the base on the held-out traffic, or null; nothing is written then unless forced. */
+  refusal: string | null;
+  traffic: {
+    file: string;
+    conversations: number;
+    withToolCalls: number;
+    calls: number;
+    formats: Partial<Record<TrafficFormat, number>>;
+    trainConversations: number;
+    holdoutConversations: number;
+    /** The operating point the training traffic was screened at ('recalibrated': the base's on the held-out traffic). */
+    screen: 'recalibrated' | 'default' | 'off';
+    screenPoint: { userWeight: number; tau: number };
+    /** Training conversations screened (every one with `screen: 'off'`) and used. */
+    usedConversations: number;
+    /** Training conversations never screened (the budget ran out): not used. */
+    unscreenedConversations: number;
+    /** Calls blocked at the screening point: never user-driven examples; their conversation is language-modelling data up to them. */
+    blockedCalls: ScreenedCall[];
+  };
+  training: Record<string, unknown>;
+  holdout: {
+    cases: number;
+    injected: number;
+    benign: number;
+    realCalls: number;
+    families: 'all' | 'train';
+    /** The base model at its shipped operating point, the base recalibrated, the adapted model recalibrated. */
+    base: OperatingPoint;
+    baseRecalibrated: OperatingPoint;
+    adapted: OperatingPoint;
+    adaptedAtBaseOptions: OperatingPoint;
+    /** Injected calls blocked by attacker value: one the traffic really uses, or a fresh one. */
+    byAttackerValue: Record<string, { base: number; adapted: number; n: number }>;
+    /** Verdicts whose replay at the guard's own options disagreed with the guard (0 unless the rule changed). */
+    replayMismatches: number;
+    /**
+     * How well each model predicts the real held-out calls (log P(call | context) per action token, the least
+     * of a check's windows; core/familiarity.ts): the base's count at its familiarityThreshold (most of them
+     * below: an agent the base model did not know) and each model's median. The adapted model's threshold is
+     * not measured: its guard-options.json sets it to null.
+     */
+    familiarity: { base: FamiliarityCount; baseMedian: number | null; adaptedMedian: number | null };
+  };
+  generator: { cases: number; base: { tpr: number; fpr: number }; adapted: { tpr: number; fpr: number } } | null;
+  chosen: { userWeight: number; tau: number; targetFpr: number };
+  minutes: { screen: number; train: number; score: number; total: number; budget: number };
+}

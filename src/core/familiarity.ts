@@ -1,0 +1,81 @@
+/**
+ * Whether the proxy knows the agent it guards. Its verdicts are only as good as its prediction of the
+ * agent's calls: on tools and domains it never saw, it predicts them poorly and its verdicts are near
+ * chance (docs/evaluation.md, "The proxy knows when it does not know the agent"). The measure is the
+ * one the guard already scores: log P(call | whole context) per action token, the least of a check's
+ * windows. One check below the model's threshold says little; most of an agent's checks below it say
+ * that this agent is one the proxy does not know, and that `edgearmor adapt` is the remedy.
+ */
+import type { AttributionResult } from './attribution.js';
+
+/** How many of a guard's checks the proxy predicted poorly: `GuardStatus.familiarity`. */
+export interface FamiliarityCount {
+  /**
+   * The model's `familiarityThreshold` (nats per action token), or null where it was not measured for
+   * this model: the counts are then kept, the agent is not judged.
+   */
+  threshold: number | null;
+  /** Checks judged by the model (not by the failure policy or without a model pass). */
+  checks: number;
+  /** Of those, the checks whose call the proxy predicted below the threshold (0 without a threshold). */
+  below: number;
+}
+
+/** Fewest checks before an agent is judged: the sets measured put 91-99% or 0-2% of their checks below. */
+export const FAMILIARITY_MIN_CHECKS = 10;
+
+/** What the counts say of the agent. */
+export type FamiliarityJudgement =
+  | { kind: 'not-measured' }
+  | { kind: 'too-few'; checks: number; needed: number }
+  | { kind: 'familiar' | 'unfamiliar'; share: number };
+
+/**
+ * log P(call | whole context) per action token of a model verdict's attribution: the least over the
+ * check's windows (its least predicted), or null for a verdict without a model pass.
+ */
+export function callLogProbPerToken(attribution: Pick<AttributionResult, 'variants' | 'actionTokenCount'> | null | undefined): number | null {
+  if (!attribution || attribution.actionTokenCount <= 0) return null;
+  const full = attribution.variants.filter((v) => v.kind === 'full').map((v) => v.logProb / attribution.actionTokenCount);
+  return full.length === 0 ? null : Math.min(...full);
+}
+
+/** An empty count at a model's threshold. */
+export function emptyFamiliarity(threshold: number | null): FamiliarityCount {
+  return { threshold, checks: 0, below: 0 };
+}
+
+/** The count with one more model verdict's value (null: not counted). */
+export function countFamiliarity(count: FamiliarityCount, value: number | null): FamiliarityCount {
+  if (value === null) return count;
+  const below = count.threshold !== null && value < count.threshold;
+  return { ...count, checks: count.checks + 1, below: count.below + (below ? 1 : 0) };
+}
+
+/** The agent is unfamiliar when at least half of at least {@link FAMILIARITY_MIN_CHECKS} checks are below the threshold. */
+export function judgeFamiliarity(count: FamiliarityCount): FamiliarityJudgement {
+  if (count.threshold === null) return { kind: 'not-measured' };
+  if (count.checks < FAMILIARITY_MIN_CHECKS) return { kind: 'too-few', checks: count.checks, needed: FAMILIARITY_MIN_CHECKS };
+  const share = count.below / count.checks;
+  return { kind: share >= 0.5 ? 'unfamiliar' : 'familiar', share };
+}
+
+/** One line for people: the counts and what they mean. */
+export function familiarityLine(count: FamiliarityCount): string {
+  const judgement = judgeFamiliarity(count);
+  if (judgement.kind === 'not-measured') {
+    return 'familiarity: not measured for this model (familiarityThreshold is null)';
+  }
+  const counted = `${count.below} of ${count.checks} calls predicted below ${count.threshold} nats per action token`;
+  switch (judgement.kind) {
+    case 'too-few':
+      return `familiarity: ${counted}; too few checks to judge the agent (${judgement.needed} needed)`;
+    case 'familiar':
+      return `familiarity: ${counted}: an agent the proxy knows`;
+    case 'unfamiliar':
+      return (
+        `familiarity: ${counted}: an agent the proxy does not know. On such agents its verdicts were near chance in held-out ` +
+        'tests (docs/evaluation.md); adapt it to this agent with `edgearmor adapt` on attack-free traffic'
+      );
+  }
+}
