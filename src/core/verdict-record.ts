@@ -4,6 +4,7 @@
  * README's table by test/unit/verdict-record.test.ts.
  */
 import type { ErrorCode } from './errors.js';
+import { callLogProbPerToken } from './familiarity.js';
 import type { ToolPoisoningVerdict } from './tool-poisoning.js';
 import type { Verdict } from './verdict.js';
 
@@ -26,6 +27,8 @@ export interface VerdictRecord {
   group_margin: number | null;
   log_probs: Record<string, number>;
   action_tokens: number | null;
+  /** log P(call | whole context) per action token, the least of the check's windows (core/familiarity.ts). */
+  call_log_prob_per_token: number | null;
   rule: string | null;
   tau: number | null;
   user_weight: number | null;
@@ -92,6 +95,7 @@ export function verdictRecord(id: string, v: Verdict): VerdictRecord {
     group_margin: a?.groupMargin ?? null,
     log_probs: a ? Object.fromEntries(a.variants.map((x) => [x.id, x.logProb])) : {},
     action_tokens: a?.actionTokenCount ?? null,
+    call_log_prob_per_token: callLogProbPerToken(a),
     rule: a?.rule ?? null,
     tau: a?.tau ?? null,
     user_weight: a?.userWeight ?? null,

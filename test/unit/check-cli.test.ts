@@ -57,10 +57,14 @@ describe.skipIf(!requirement(existsSync(EMBEDDED_MODEL), 'the embedded model'))(
     writeFileSync(file, cases.map((c) => JSON.stringify({ id: c.id, messages: c.messages, action: c.action, ...(c.tools ? { tools: c.tools } : {}) })).join('\n') + '\n');
     const run = spawnSync(TSX, [CLI, 'check', file, '--json', '--model', EMBEDDED_MODEL], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
     expect(run.status).toBe(0);
-    const records = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { reason: string });
-    const scored = records.filter((r) => r.reason === 'model').length;
-    expect(scored).toBe(FAMILIARITY_MIN_CHECKS);
+    const records = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { reason: string; call_log_prob_per_token: number | null; log_probs: Record<string, number>; action_tokens: number });
+    const scored = records.filter((r) => r.reason === 'model');
+    expect(scored).toHaveLength(FAMILIARITY_MIN_CHECKS);
+    // Each record says how well the proxy predicted its call; the summary counts those below the threshold.
+    for (const r of scored) expect(r.call_log_prob_per_token).toBeCloseTo(r.log_probs['full']! / r.action_tokens, 10);
+    const below = scored.filter((r) => r.call_log_prob_per_token! < -4.92).length;
+    expect(below).toBeLessThanOrEqual(2);
     const line = run.stderr.split('\n').find((l) => l.startsWith('edgearmor: familiarity: '));
-    expect(line).toMatch(new RegExp(`^edgearmor: familiarity: [0-2] of ${scored} calls predicted below -4\\.92 nats per action token: an agent the proxy knows$`));
+    expect(line).toBe(`edgearmor: familiarity: ${below} of ${scored.length} calls predicted below -4.92 nats per action token: an agent the proxy knows`);
   }, CLI_TIMEOUT_MS);
 });
