@@ -75,7 +75,7 @@ export function familiarityLine(count: FamiliarityCount): string {
     case 'unfamiliar':
       return (
         `familiarity: ${counted}: an agent the proxy does not know. On such agents its verdicts were near chance in held-out ` +
-        'tests (docs/evaluation.md); adapt it to this agent with `edgearmor adapt` on attack-free traffic'
+        'tests (README, "Adapt EdgeArmor to your agent"); adapt it to this agent with `edgearmor adapt` on attack-free traffic'
       );
   }
 }
