@@ -12,7 +12,7 @@ import { familiarityLine } from '../core/familiarity.js';
 import { buildContext } from '../core/context.js';
 import { parseGuardInput } from '../core/guard-input.js';
 import { resolveOptions, type ResolvedGuardOptions } from '../core/options.js';
-import { callSites, readTraffic } from '../adapt/traffic.js';
+import { callSites, readTraffic, TRAFFIC_FORMATS, type TrafficFormat } from '../adapt/traffic.js';
 import { problemLines, readCases, type CaseFileProblem, type NumberedCase } from './case-file.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, optionFlagsUsage, REMOTE_PROXY_USAGE, variantFlag, withNegativeNumbers } from './flags.js';
 import { verdictRecord } from '../core/verdict-record.js';
@@ -32,6 +32,7 @@ options:
   --traffic                  the file is an agent's logged traffic, one whole conversation a line (guard,
                              OpenAI, Anthropic or MCP shape, as edgearmor adapt reads it): every tool call
                              in it is checked as the guard would have checked it before it ran
+  --format <guard|openai|anthropic|mcp>   with --traffic, the traffic's shape (default: detected per line)
   --json                     one JSON object per case (JSON Lines)
   --explain                  a short plain-language reason per case (with --json: an "explanation" field)
   --exit-code                exit with status 3 when any call is blocked (for scripts; with standard output
@@ -70,6 +71,7 @@ async function check(args: string[]): Promise<void> {
     options: {
       json: { type: 'boolean' },
       traffic: { type: 'boolean' },
+      format: { type: 'string' },
       explain: { type: 'boolean' },
       'exit-code': { type: 'boolean' },
       ...GUARD_FLAGS,
@@ -83,10 +85,14 @@ async function check(args: string[]): Promise<void> {
   if (positionals.length !== 1) fail(`check takes one file, received ${positionals.length}; see edgearmor check --help`);
   const { options, variant, remoteProxy, chatTemplate } = guardOptionsFrom(values);
   const file = positionals[0]!;
+  const format = values.format;
+  if (format !== undefined && (!values.traffic || !(TRAFFIC_FORMATS as readonly string[]).includes(format))) {
+    fail(values.traffic ? `--format: received "${format}"; allowed: ${TRAFFIC_FORMATS.join(', ')}` : '--format is for --traffic files only; a case file is always in the guard case shape');
+  }
   let cases: ReturnType<typeof readCases>;
   try {
     // The whole file, with the resolved options, before the model loads: no verdict is printed for a file with any bad case.
-    cases = values.traffic ? trafficCases(file, resolveOptions(options)) : readCases(file, resolveOptions(options));
+    cases = values.traffic ? trafficCases(file, resolveOptions(options), format as TrafficFormat | undefined) : readCases(file, resolveOptions(options));
   } catch (e) {
     const problems = (e as EdgeArmorError).details?.['problems'];
     if (!Array.isArray(problems)) throw e;
@@ -118,8 +124,8 @@ async function check(args: string[]): Promise<void> {
  * Every tool call of a traffic file, named by its conversation and where in it the call was made, each
  * validated as a case file's are (with the resolved options) before the model loads.
  */
-function trafficCases(file: string, options: ResolvedGuardOptions): NumberedCase[] {
-  const conversations = readTraffic(file);
+function trafficCases(file: string, options: ResolvedGuardOptions, format?: TrafficFormat): NumberedCase[] {
+  const conversations = readTraffic(file, format);
   const problems: CaseFileProblem[] = [];
   const cases = conversations.flatMap((conversation) =>
     callSites(conversation).flatMap((site) => {

@@ -53,7 +53,8 @@ function write(name: string, lines: readonly string[]): string {
 
 describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('edgearmor check --traffic', () => {
   let model: string;
-  const run = (file: string) => spawnSync(TSX, [CLI, 'check', file, '--traffic', '--json', '--model', model], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, cwd: tmpdir() });
+  const run = (file: string, ...flags: string[]) =>
+    spawnSync(TSX, [CLI, 'check', file, '--traffic', '--json', '--model', model, ...flags], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, cwd: tmpdir() });
 
   beforeAll(async () => {
     model = await makeTinyGuardModel();
@@ -81,5 +82,11 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('edgearmor check --traffic', () => 
     const none = run(write('none.jsonl', [JSON.stringify({ messages: [{ role: 'user', content: 'Hello' }, { role: 'assistant', content: 'Hi!' }] })]));
     expect(none.status).toBe(2);
     expect(none.stderr).toMatch(/none\.jsonl: no tool call after a user message in its 1 conversations; nothing to check/);
+    // A shape named with --format is used for every line; a wrong name, or --format on a case file, is refused.
+    const traffic = write('traffic.jsonl', [JSON.stringify(TRAFFIC[0])]);
+    expect(run(traffic, '--format', 'anthropic')).toMatchObject({ status: 2, stdout: '', stderr: expect.stringMatching(/traffic\.jsonl:1: /) });
+    expect(run(traffic, '--format', 'chatml')).toMatchObject({ status: 2, stderr: expect.stringMatching(/--format: received "chatml"; allowed: guard, openai, anthropic, mcp/) });
+    const caseFile = spawnSync(TSX, [CLI, 'check', traffic, '--format', 'openai'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    expect(caseFile).toMatchObject({ status: 2, stderr: expect.stringMatching(/--format is for --traffic files only/) });
   }, CLI_TIMEOUT_MS);
 });
