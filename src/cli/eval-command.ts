@@ -131,7 +131,7 @@ export async function evalCommand(args: string[]): Promise<void> {
   const out = await evaluate(
     cases,
     methods,
-    { date, files: positionals, model: `${status.model ?? modelDir} (${variant})`, seed, limit, options: options as Record<string, unknown> },
+    { date, files: positionals, model: `${status.model ?? modelDir} (${variant})`, seed, limit, options: options as Record<string, unknown>, familiarityThreshold: status.familiarity.threshold },
     { outDir, progress: createProgress(cases.length, process.stderr) },
   );
   await guard.dispose();
@@ -146,15 +146,16 @@ export async function evalCommand(args: string[]): Promise<void> {
 
 /**
  * The primary method per evaluation set, one row each: held-out sets (tools, domains, suites the model
- * never trained on; the model card says which) beside in-distribution ones.
+ * never trained on; the model card says which) beside in-distribution ones. `unfamiliar` is the share of
+ * checks whose call the proxy predicted below its familiarityThreshold.
  */
 function setTable(summary: EvalSummary): string {
   const rows = Object.entries(summary.by_set);
   const width = Math.max(14, ...rows.map(([k]) => k.length));
-  const head = `${'set'.padEnd(width)}  ${'n'.padStart(5)}  TPR    FPR    FPR clean (n)   AUC    TPR@5%`;
+  const head = `${'set'.padEnd(width)}  ${'n'.padStart(5)}  TPR    FPR    FPR clean (n)   AUC    TPR@5%  unfamiliar`;
   const body = rows.map(
     ([set, v]) =>
-      `${set.padEnd(width)}  ${String(v.n).padStart(5)}  ${fmt(v.tpr)}  ${fmt(v.fpr)}  ${fmt(v.clean_fpr)} (${String(v.clean_benign).padStart(4)})  ${fmt(v.roc_auc)}  ${fmt(v.tpr_at_5pct_fpr)}`,
+      `${set.padEnd(width)}  ${String(v.n).padStart(5)}  ${fmt(v.tpr)}  ${fmt(v.fpr)}  ${fmt(v.clean_fpr)} (${String(v.clean_benign).padStart(4)})  ${fmt(v.roc_auc)}  ${fmt(v.tpr_at_5pct_fpr)}  ${fmt(v.below_familiarity)}`,
   );
   return [`${summary.method} per set:`, head, ...body].join('\n');
 }

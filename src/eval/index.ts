@@ -37,7 +37,7 @@ export async function evaluate(
     ...(options.progress ? { progress: options.progress } : {}),
     ...(options.now ? { now: options.now } : {}),
   });
-  const summaries = methods.map((m) => summarizeMethod(records, m));
+  const summaries = methods.map((m) => summarizeMethod(records, m, run.familiarityThreshold ?? null));
   const summary = buildSummary(records, summaries, run);
   let files: EvalOutput['files'] = null;
   if (options.outDir !== undefined) {

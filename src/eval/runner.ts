@@ -88,6 +88,12 @@ export interface SetSummary {
   clean_fpr: number | null;
   roc_auc: number | null;
   tpr_at_5pct_fpr: number | null;
+  /**
+   * Share of the checks with a model pass whose call the proxy predicted below the run's familiarity
+   * threshold (core/familiarity.ts; most of a set below: tools the proxy does not know); null without a
+   * threshold or a model pass.
+   */
+  below_familiarity: number | null;
 }
 
 /** Benign case kinds made beside an attack the agent ignored; every other benign kind has no attack anywhere. */
@@ -153,7 +159,7 @@ function counts(xs: boolean[]): AttributionCounts {
 }
 
 /** Summarises one method over the records. */
-export function summarizeMethod(records: readonly CaseRecord[], method: Pick<EvalMethod, 'name' | 'description' | 'population'>): MethodSummary {
+export function summarizeMethod(records: readonly CaseRecord[], method: Pick<EvalMethod, 'name' | 'description' | 'population'>, familiarityThreshold: number | null = null): MethodSummary {
   const covered = method.population ? records.filter(method.population) : records;
   const rows = covered.map((rec) => ({ rec, r: rec.results[method.name]! }));
   const decision = ({ rec, r }: (typeof rows)[number]) => ({ positive: rec.label === 'injected', predicted: r.detected });
@@ -187,13 +193,13 @@ export function summarizeMethod(records: readonly CaseRecord[], method: Pick<Eva
     by_attack: confusionByGroup(rows, ({ rec }) => rec.attack, decision),
     by_pipeline: confusionByGroup(rows, ({ rec }) => rec.pipeline, decision),
     by_kind: confusionByGroup(rows, ({ rec }) => rec.kind, decision),
-    by_set: summarizeSets(rows),
+    by_set: summarizeSets(rows, familiarityThreshold),
     roc: rocCurve(scored),
     pr: prCurve(scored),
   };
 }
 
-function summarizeSets(rows: readonly { rec: CaseRecord; r: CaseMethodResult }[]): Record<string, SetSummary> {
+function summarizeSets(rows: readonly { rec: CaseRecord; r: CaseMethodResult }[], familiarityThreshold: number | null): Record<string, SetSummary> {
   const out: Record<string, SetSummary> = {};
   for (const set of [...new Set(rows.map(({ rec }) => rec.set))].sort()) {
     const own = rows.filter(({ rec }) => rec.set === set);
@@ -208,9 +214,16 @@ function summarizeSets(rows: readonly { rec: CaseRecord; r: CaseMethodResult }[]
       clean_fpr: clean.length === 0 ? null : clean.filter(({ r }) => r.detected).length / clean.length,
       roc_auc: rocAuc(scored),
       tpr_at_5pct_fpr: tprAtFpr(scored, 0.05)?.tpr ?? null,
+      below_familiarity: shareBelow(own.map(({ r }) => r.callLogProbPerToken), familiarityThreshold),
     };
   }
   return out;
+}
+
+/** Of the checks with values (each its least window), the share below the threshold; null without either. */
+function shareBelow(values: ReadonlyArray<readonly number[] | undefined>, threshold: number | null): number | null {
+  const least = values.flatMap((v) => (v && v.length > 0 ? [Math.min(...v)] : []));
+  return threshold === null || least.length === 0 ? null : least.filter((c) => c < threshold).length / least.length;
 }
 
 /** Metadata of a run, carried into every output. */
@@ -221,6 +234,8 @@ export interface RunInfo {
   seed: number;
   limit: number | null;
   options: Record<string, unknown>;
+  /** The guard's familiarityThreshold after its model's options (null: not measured), for the per-set share below it. */
+  familiarityThreshold?: number | null;
 }
 
 /** The summary object printed as the last line with --json: the primary method's numbers at the top level, every method's under `methods`. */

@@ -103,6 +103,29 @@ describe('eval harness with a fake guard', () => {
     expect(summary.by_set['in-dist']).toMatchObject({ n: 3, tpr: 1, fpr: 0, clean_benign: 2, clean_fpr: 0, roc_auc: 1 });
   });
 
+  it("gives each set's share of checks whose call the proxy predicted below the run's familiarity threshold", async () => {
+    const withSets = cases.map((c, i) => ({ ...c, set: i < 3 ? 'held-out' : 'in-dist' }));
+    // log P(call) over 2 action tokens: c = -7, -1, -6 (held-out), -2, -8 (in-dist); c5 has no model pass.
+    const logProb: Record<string, number> = { c0: -14, c1: -2, c2: -12, c3: -4, c4: -16 };
+    const byInput = new Map(withSets.map((c) => [c.input, c.id]));
+    const guard = {
+      async check(input: unknown): Promise<Verdict> {
+        const lp = logProb[byInput.get(input as never)!];
+        if (lp === undefined) return { detected: false, decision: 'allow', reason: 'no-untrusted-spans', attribution: null, flagged: [], score: null, timings: {} };
+        const attribution = { actionTokenCount: 2, variants: [{ id: 'full', kind: 'full', logProb: lp }], spans: [], groups: [], user: { normalizedDelta: 0 } };
+        return { detected: false, decision: 'allow', reason: 'model', attribution: attribution as never, flagged: [], score: 0, timings: {} };
+      },
+    };
+    const info = { date: 'd', files: [], model: 'm', seed: 0, limit: null, options: {} };
+    const at = await evaluate(withSets, [guardMethod(guard)], { ...info, familiarityThreshold: -4.92 });
+    expect(at.summary.by_set['held-out']!.below_familiarity).toBeCloseTo(2 / 3, 10);
+    expect(at.summary.by_set['in-dist']!.below_familiarity).toBe(0.5);
+    // Not measured for the model, or not given: no share.
+    for (const run of [{ ...info, familiarityThreshold: null }, info]) {
+      expect((await evaluate(withSets, [guardMethod(guard)], run)).summary.by_set['held-out']!.below_familiarity).toBeNull();
+    }
+  });
+
   it('names the sets of a file by the file, and by suite when it holds two to four', () => {
     const dir = mkdtempSync(join(tmpdir(), 'edgearmor-sets-'));
     const line = (i: number, suite: string) => JSON.stringify({ id: `x${i}`, label: 'benign', suite, messages: [{ role: 'user', content: 'hi' }], action: { name: 'f', arguments: {} } });
