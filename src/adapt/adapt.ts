@@ -20,6 +20,7 @@ import { parseGuardInput } from '../core/adapters.js';
 import { blockedAt, chooseOperatingPoint, worseThanBase, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, type OperatingPoint } from '../core/calibration.js';
 import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { countFamiliarity, emptyFamiliarity } from '../core/familiarity.js';
+import { quantile } from '../core/metrics.js';
 import type { Guard } from '../core/guard-api.js';
 import { resolveOptions } from '../core/options.js';
 import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
@@ -259,8 +260,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
         replayMismatches,
         familiarity: {
           base: realCalls(baseScored).reduce(countFamiliarity, emptyFamiliarity((await base.status()).familiarity.threshold)),
-          baseMedian: median(realCalls(baseScored)),
-          adaptedMedian: median(realCalls(adaptedScored)),
+          baseMedian: quantile(realCalls(baseScored), 0.5),
+          adaptedMedian: quantile(realCalls(adaptedScored), 0.5),
         },
       },
       generator,
@@ -290,13 +291,6 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
 /** The log-probability per action token of each real held-out call the model judged. */
 function realCalls(scored: ReadonlyArray<{ e: { real: boolean }; logProbPerToken: number | null }>): number[] {
   return scored.flatMap((x) => (x.e.real && x.logProbPerToken !== null ? [x.logProbPerToken] : []));
-}
-
-function median(xs: readonly number[]): number | null {
-  if (xs.length === 0) return null;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 function readModelName(dir: string): string {

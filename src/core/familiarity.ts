@@ -30,14 +30,21 @@ export type FamiliarityJudgement =
   | { kind: 'too-few'; checks: number; needed: number }
   | { kind: 'familiar' | 'unfamiliar'; share: number };
 
+type Scored = Pick<AttributionResult, 'variants' | 'actionTokenCount'>;
+
+/** log P(call | whole context) per action token in each window a check was scored in (one without windows; none without a model pass). */
+export function callLogProbsPerWindow(attribution: Scored | null | undefined): number[] {
+  if (!attribution || attribution.actionTokenCount <= 0) return [];
+  return attribution.variants.filter((v) => v.kind === 'full').map((v) => v.logProb / attribution.actionTokenCount);
+}
+
 /**
  * log P(call | whole context) per action token of a model verdict's attribution: the least over the
  * check's windows (its least predicted), or null for a verdict without a model pass.
  */
-export function callLogProbPerToken(attribution: Pick<AttributionResult, 'variants' | 'actionTokenCount'> | null | undefined): number | null {
-  if (!attribution || attribution.actionTokenCount <= 0) return null;
-  const full = attribution.variants.filter((v) => v.kind === 'full').map((v) => v.logProb / attribution.actionTokenCount);
-  return full.length === 0 ? null : Math.min(...full);
+export function callLogProbPerToken(attribution: Scored | null | undefined): number | null {
+  const perWindow = callLogProbsPerWindow(attribution);
+  return perWindow.length === 0 ? null : Math.min(...perWindow);
 }
 
 /** An empty count at a model's threshold. */

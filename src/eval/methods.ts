@@ -2,6 +2,7 @@
  * Detection methods the evaluation compares on the same cases: the guard itself, and baselines
  * (keyword/regex, never-flag, always-flag; the reference CausalArmor lives in its own file).
  */
+import { callLogProbsPerWindow } from '../core/familiarity.js';
 import { buildContext } from '../core/context.js';
 import { resolveOptions } from '../core/options.js';
 import type { Verdict } from '../core/verdict.js';
@@ -108,7 +109,8 @@ function verdictResult(v: Verdict): MethodResult {
     result.flow = v.toolPoisoning.flow;
   }
   if (v.windows) result.windows = v.windows.count;
-  if (a && a.actionTokenCount > 0) result.callLogProbPerToken = a.variants.filter((x) => x.kind === 'full').map((x) => x.logProb / a.actionTokenCount);
+  const perWindow = callLogProbsPerWindow(a);
+  if (perWindow.length > 0) result.callLogProbPerToken = perWindow;
   if (v.windows && v.windows.notJudged.messages.length + v.windows.notJudged.tools.length > 0) result.notJudged = v.windows.notJudged;
   if (v.reason !== 'model') result.reason = v.reason;
   if (v.error) result.error = `${v.error.code}: ${v.error.message}`;

@@ -18,6 +18,7 @@ import {
   type RocPoint,
   type ScoredLabel,
 } from '../core/metrics.js';
+import { countFamiliarity, emptyFamiliarity } from '../core/familiarity.js';
 import type { EvalCase } from './cases.js';
 import type { EvalMethod, MethodResult } from './methods.js';
 import type { Progress } from './progress.js';
@@ -220,10 +221,10 @@ function summarizeSets(rows: readonly { rec: CaseRecord; r: CaseMethodResult }[]
   return out;
 }
 
-/** Of the checks with values (each its least window), the share below the threshold; null without either. */
+/** Of the checks with values (each at its least window), the share the guard counts below the threshold; null without either. */
 function shareBelow(values: ReadonlyArray<readonly number[] | undefined>, threshold: number | null): number | null {
-  const least = values.flatMap((v) => (v && v.length > 0 ? [Math.min(...v)] : []));
-  return threshold === null || least.length === 0 ? null : least.filter((c) => c < threshold).length / least.length;
+  const count = values.reduce((n, v) => countFamiliarity(n, v && v.length > 0 ? Math.min(...v) : null), emptyFamiliarity(threshold));
+  return threshold === null || count.checks === 0 ? null : count.below / count.checks;
 }
 
 /** Metadata of a run, carried into every output. */

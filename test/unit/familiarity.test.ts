@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { AttributionResult } from '../../src/core/attribution.js';
-import { callLogProbPerToken, countFamiliarity, emptyFamiliarity, familiarityLine, FAMILIARITY_MIN_CHECKS, judgeFamiliarity } from '../../src/core/familiarity.js';
+import { callLogProbPerToken, callLogProbsPerWindow, countFamiliarity, emptyFamiliarity, familiarityLine, FAMILIARITY_MIN_CHECKS, judgeFamiliarity } from '../../src/core/familiarity.js';
 
 type Scored = Pick<AttributionResult, 'variants' | 'actionTokenCount'>;
 const variant = (kind: 'full' | 'no-user' | 'no-span', logProb: number) => ({ id: kind, kind, logProb }) as unknown as AttributionResult['variants'][number];
@@ -16,6 +16,7 @@ describe('callLogProbPerToken', () => {
     // Two windows (a merged windowed verdict holds each window's full variant): the least predicted counts.
     const two: Scored = { actionTokenCount: 4, variants: [variant('full', -10), variant('no-user', -14), variant('full', -22)] };
     expect(callLogProbPerToken(two)).toBe(-5.5);
+    expect(callLogProbsPerWindow(two)).toEqual([-2.5, -5.5]);
   });
 
   it('is null without a model pass: no attribution, no action tokens, no full variant', () => {
@@ -23,6 +24,7 @@ describe('callLogProbPerToken', () => {
     expect(callLogProbPerToken(undefined)).toBeNull();
     expect(callLogProbPerToken({ actionTokenCount: 0, variants: [variant('full', -1)] })).toBeNull();
     expect(callLogProbPerToken({ actionTokenCount: 3, variants: [variant('no-user', -1)] })).toBeNull();
+    expect(callLogProbsPerWindow(null)).toEqual([]);
   });
 });
 
