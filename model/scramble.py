@@ -1,10 +1,13 @@
-"""Scrambled values: training conversations whose copied identifiers are redrawn, so that only copying predicts them.
+"""Scrambled values and names: training conversations whose copied identifiers are redrawn, so that only copying
+predicts them, and whose tool names are redrawn, so that only the descriptions tell the tools apart.
 
 Standard library only (tested by model/test_scramble.py, run in the suite by test/unit/scramble-values.test.ts).
 """
 from __future__ import annotations
 
+import json
 import random
+import re
 
 
 def _mutate(value: str, rng: random.Random) -> str:
@@ -72,16 +75,66 @@ def scramble_values(case: dict, rng: random.Random) -> dict:
         return case
     mapping = {v: _mutate(v, rng) for v in copied}
 
-    def replace(x):
-        if isinstance(x, dict):
-            return {k: replace(v) for k, v in x.items()}
-        if isinstance(x, list):
-            return [replace(v) for v in x]
-        if isinstance(x, str):
-            for old in copied:
-                if old in x:
-                    x = x.replace(old, mapping[old])
-            return x
+    def replace(x: str) -> str:
+        for old in copied:
+            if old in x:
+                x = x.replace(old, mapping[old])
         return x
 
-    return replace(case)
+    return _map_strings(case, replace)
+
+
+def _map_strings(x, fn):
+    """`x` with `fn` applied to every string value (keys stay) of its dicts and lists."""
+    if isinstance(x, dict):
+        return {k: _map_strings(v, fn) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_map_strings(v, fn) for v in x]
+    return fn(x) if isinstance(x, str) else x
+
+
+_NAME_CHARS = "A-Za-z0-9_\\-"
+_SYLLABLE_HEADS = "bdfgklmnprstvz"
+_SYLLABLE_VOWELS = "aeiou"
+
+
+def _named_identifier(name: str) -> bool:
+    """A tool name that reads as an identifier (snake_case, kebab-case, camelCase or with a digit), not a plain
+    word: only such names are renamed, so that a plain-word name ("search") never rewrites the prose around it."""
+    return (len(name) >= 4 and re.fullmatch(f"[{_NAME_CHARS}]+", name) is not None
+            and ("_" in name or "-" in name or any(c.isdigit() for c in name)
+                 or re.search("[a-z][A-Z]", name) is not None))
+
+
+def _pseudo_name(name: str, rng: random.Random) -> str:
+    """A pronounceable name of no meaning with as many snake_case parts as `name` has words (1-3)."""
+    words = max(1, min(3, len([w for w in re.split(r"[_\-]|(?<=[a-z])(?=[A-Z])", name) if w])))
+    part = lambda: "".join(rng.choice(_SYLLABLE_HEADS) + rng.choice(_SYLLABLE_VOWELS) for _ in range(rng.randint(2, 3)))
+    return "_".join(part() for _ in range(words))
+
+
+def scramble_names(case: dict, rng: random.Random) -> dict:
+    """The conversation with every identifier-like tool name replaced, consistently, by a name of no meaning.
+
+    The generator's eight domains and AgentDojo's two suites reuse the same few dozen tools, so a proxy learns
+    which name follows which request and never needs the description: on tools it never saw, removing a
+    description moves the call by its presence, not its words (docs/evaluation.md, 2026-11-27). With the names
+    redrawn (in the tool list, every call, every tool message and every text that mentions them, as whole
+    identifiers), only the description ties a request, or a poisoned description's instruction, to the tool
+    that serves it. Labels are unchanged: the mapping is one-to-one and applied to every string of the case.
+    """
+    calls = [case["action"]] if case.get("action") else []
+    calls += [c for m in case["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    names = {c.get("name") for c in calls} | {t.get("name") for t in case.get("tools") or []}
+    names = sorted((n for n in names if isinstance(n, str) and _named_identifier(n)), key=lambda n: (-len(n), n))
+    if not names:
+        return case
+    text = json.dumps(case, ensure_ascii=False)
+    mapping: dict[str, str] = {}
+    for n in names:
+        new = _pseudo_name(n, rng)
+        while new in mapping.values() or new in names or new in text:
+            new = _pseudo_name(n, rng)
+        mapping[n] = new
+    pattern = re.compile(f"(?<![{_NAME_CHARS}])(" + "|".join(re.escape(n) for n in names) + f")(?![{_NAME_CHARS}])")
+    return _map_strings(case, lambda x: pattern.sub(lambda m: mapping[m.group(1)], x))

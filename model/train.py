@@ -26,7 +26,7 @@ from data import (copy_drill, counterfactuals, encode_case, load_jsonl, request_
 from export_onnx import load
 from padding import filler_sentences, pad_case
 from proxy_model import ProxyConfig, ProxyLM
-from scramble import scramble_values
+from scramble import scramble_names, scramble_values
 
 
 def batches(examples, max_tokens: int, rng: random.Random):
@@ -194,6 +194,9 @@ def main():
                          "copies are made (data.strip_context): calls from agents that pass neither")
     ap.add_argument("--scramble-values", type=float, default=0.0,
                     help="fraction of training conversations whose copied identifiers are redrawn (model/scramble.py)")
+    ap.add_argument("--scramble-names", type=float, default=0.0,
+                    help="fraction of training conversations (generator and traces) whose identifier-like tool names "
+                         "are redrawn as names of no meaning (model/scramble.py), so only descriptions tell tools apart")
     ap.add_argument("--scramble-traces", type=float, default=None,
                     help="the same fraction for the AgentDojo runs and every copy cut from them (default: "
                          "--scramble-values); 1 leaves no attacker or user value of theirs to memorise")
@@ -301,6 +304,12 @@ def main():
         gen_train, trace_train = sv(gen_train, p_gen), sv(trace_train, p_tr)
         cf, cf_tr = sv(cf, p_gen), sv(cf_tr, p_tr)
         rq, rq_tr = sv(rq, p_gen), sv(rq_tr, p_tr)
+    if args.scramble_names > 0:
+        # Its own draws, after the values' (a recipe without it keeps its data); counterfactual copies are
+        # redrawn apart from their source, so a name is never memorised across the pair either.
+        sn_rng = random.Random(args.seed + 6)
+        sn = lambda cases: [scramble_names(c, sn_rng) if sn_rng.random() < args.scramble_names else c for c in cases]
+        gen_train, trace_train, cf, cf_tr, rq, rq_tr = (sn(x) for x in (gen_train, trace_train, cf, cf_tr, rq, rq_tr))
     cf, rq = cf + cf_tr, rq + rq_tr
     # Most sequences carry their tool list (the guard renders it when the input has one); some go
     # without, as callers that pass no tools do.
