@@ -179,10 +179,7 @@ function rawCases(path: string, text: string): { raw: Array<{ value: unknown; li
  * no tool result); throws one InvalidInputError whose `details.problems` lists every problem found.
  */
 export function readCases(path: string, options?: ResolvedGuardOptions): NumberedCase[] {
-  const refuse = (problems: CaseFileProblem[]): never => {
-    const [first] = problemLines(path, problems);
-    throw new InvalidInputError(first!, { path, problems: problems.map((p) => ({ line: p.line, message: p.message })) });
-  };
+  const refuse = (problems: CaseFileProblem[]): never => refuseCases(path, problems);
   let text: string;
   try {
     if (statSync(path).isDirectory()) refuse([{ line: null, message: 'is a directory; give a .json or .jsonl file of cases' }]);
@@ -199,8 +196,7 @@ export function readCases(path: string, options?: ResolvedGuardOptions): Numbere
   const cases: NumberedCase[] = [];
   raw.forEach(({ value, line }, i) => {
     try {
-      const input = parseGuardInput(value);
-      if (options) buildContext(input, options);
+      const input = validatedInput(value, options);
       const id = (value as { id?: unknown }).id;
       cases.push({ id: typeof id === 'string' || typeof id === 'number' ? String(id) : String(i + 1), input });
     } catch (e) {
@@ -209,4 +205,17 @@ export function readCases(path: string, options?: ResolvedGuardOptions): Numbere
   });
   if (problems.length > 0) refuse(problems.sort((a, b) => (a.line ?? 0) - (b.line ?? 0)));
   return cases;
+}
+
+/** One InvalidInputError for a file's problems: its message is the first, `details.problems` lists them all. */
+export function refuseCases(path: string, problems: readonly CaseFileProblem[]): never {
+  const [first] = problemLines(path, problems);
+  throw new InvalidInputError(first!, { path, problems: problems.map((p) => ({ line: p.line, message: p.message })) });
+}
+
+/** A case's guard input, validated as the guard will (with `options`, also what only resolved options can refuse). */
+export function validatedInput(value: unknown, options?: ResolvedGuardOptions): GuardInput {
+  const input = parseGuardInput(value);
+  if (options) buildContext(input, options);
+  return input;
 }

@@ -7,13 +7,11 @@ import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { EdgeArmorError, InvalidInputError } from '../core/errors.js';
+import { EdgeArmorError } from '../core/errors.js';
 import { familiarityLine } from '../core/familiarity.js';
-import { buildContext } from '../core/context.js';
-import { parseGuardInput } from '../core/guard-input.js';
 import { resolveOptions, type ResolvedGuardOptions } from '../core/options.js';
 import { callSites, readTraffic, TRAFFIC_FORMATS, type TrafficFormat } from '../adapt/traffic.js';
-import { problemLines, readCases, type CaseFileProblem, type NumberedCase } from './case-file.js';
+import { problemLines, readCases, refuseCases, validatedInput, type CaseFileProblem, type NumberedCase } from './case-file.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, optionFlagsUsage, REMOTE_PROXY_USAGE, variantFlag, withNegativeNumbers } from './flags.js';
 import { verdictRecord } from '../core/verdict-record.js';
 import type { HubTreeEntry } from '../engine/files-node.js';
@@ -131,7 +129,7 @@ function trafficCases(file: string, options: ResolvedGuardOptions, format?: Traf
     callSites(conversation).flatMap((site) => {
       const id = `${conversation.id} message ${site.messageIndex}${site.callIndex > 0 ? ` call ${site.callIndex + 1}` : ''}`;
       try {
-        buildContext(parseGuardInput(site.input), options);
+        validatedInput(site.input, options);
         return [{ id, input: site.input }];
       } catch (e) {
         problems.push({ line: conversation.line, message: `${id}: ${(e as Error).message}` });
@@ -142,7 +140,7 @@ function trafficCases(file: string, options: ResolvedGuardOptions, format?: Traf
   if (problems.length === 0 && cases.length === 0) {
     problems.push({ line: null, message: `no tool call after a user message in its ${conversations.length} conversations; nothing to check (each call is checked with the messages before it, which must hold the user's request)` });
   }
-  if (problems.length > 0) throw new InvalidInputError(problemLines(file, problems)[0]!, { path: file, problems: problems.map((p) => ({ ...p })) });
+  if (problems.length > 0) refuseCases(file, problems);
   return cases;
 }
 
