@@ -8,6 +8,7 @@
 import { createGuard, type WorkerGuard } from '../../src/page/create-guard.js';
 import { serializeError } from '../../src/core/errors.js';
 import { explainVerdict, verdictFindings, verdictHeadline } from '../../src/core/explain.js';
+import { familiarityLine } from '../../src/core/familiarity.js';
 import type { GuardOptions } from '../../src/core/options.js';
 import type { GuardInput } from '../../src/core/types.js';
 import type { Verdict } from '../../src/core/verdict.js';
@@ -42,7 +43,10 @@ chrome.runtime.onMessage.addListener((message: Request, _sender, sendResponse) =
   const guard = guardFor(message.options ?? {});
   const work =
     message.type === 'check'
-      ? guard.ready.then(() => guard.check(message.input)).then((verdict) => ({ verdict, summary: summary(message.input as GuardInput, verdict) }))
+      ? guard.ready
+          .then(() => guard.check(message.input))
+          // With each verdict, whether the proxy knows this agent (counted over this guard's checks).
+          .then(async (verdict) => ({ verdict, summary: summary(message.input as GuardInput, verdict), familiarity: familiarityLine((await guard.status()).familiarity) }))
       : guard.ready;
   work.then(
     (value) => sendResponse({ ok: true, value }),

@@ -11,6 +11,7 @@ import { serializeError } from '../core/errors.js';
 import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { Verdict } from '../core/verdict.js';
 import { explainVerdict, verdictFindings, verdictHeadline } from '../core/explain.js';
+import { familiarityLine } from '../core/familiarity.js';
 import { DOMAINS, findCase, type GuardCase, type Message, type ScenarioPick, type ToolCall } from '../scenarios/index.js';
 import { modelUrlFromPage, ortWasmPaths } from './page-config.js';
 import { attributionChart, h, mindGuardView, sentenceShading } from './views.js';
@@ -82,6 +83,8 @@ function showStatus(status: GuardStatus): void {
     // The reason names what was skipped and why ("WebGPU: navigator.gpu is undefined"): said once.
     ...(status.fallbackReason ? [h('span', {}, ` — ${status.fallbackReason}`)] : []),
   );
+  // Whether the proxy knows the agent it guards: pasted conversations of another agent soon say so.
+  $('familiarity').textContent = familiarityLine(status.familiarity);
 }
 
 const guard = createGuard({
@@ -249,6 +252,7 @@ async function runAgent(): Promise<void> {
     proposal.querySelector('p')!.textContent = defense.finalAction ? `Guard: ${defense.defended ? 'replaced by' : 'allowed'} ${callText(defense.finalAction)}` : 'Guard: blocked, no call is run.';
     await renderSpan(conversation, defense.originalVerdict, defense, timings);
     renderTimings(timings);
+    showStatus(await guard.status());
     demo.runs += 1;
     document.body.dataset['run'] = 'done';
   } catch (error) {

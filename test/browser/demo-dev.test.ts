@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { createNodeGuard } from '../../src/node.js';
 import type { Verdict } from '../../src/core/verdict.js';
+import type { GuardStatus } from '../../src/core/guard-api.js';
 import type { LocalGuard } from '../../src/engine/local-guard.js';
 import { checkInPage, PageGuardError, startGuardPage, type StartGuardPageOptions } from '../../src/testing.js';
 import type { GuardInput } from '../../src/core/types.js';
@@ -106,6 +107,13 @@ describe.skipIf(!(CAN_RUN && TINY_GUARD_MODEL_AVAILABLE))('the demo on the Vite 
       await expect(page.locator('#span .sentence').count()).resolves.toBeGreaterThan(0);
       await expect(page.locator('#timings tbody tr').count()).resolves.toBeGreaterThan(0);
       await expect(page.locator('#defense').getAttribute('data-final')).resolves.toMatch(/call|blocked/);
+      // The model section counts the guard's checks toward whether it knows the agent (the check and any re-check).
+      const familiarity = await page.evaluate(() => (globalThis as unknown as { __edgearmorDemo: { status: GuardStatus } }).__edgearmorDemo.status.familiarity);
+      expect(familiarity.threshold).toBe(-4.92);
+      expect(familiarity.checks).toBeGreaterThanOrEqual(1);
+      await expect(page.locator('#familiarity').textContent()).resolves.toBe(
+        `familiarity: ${familiarity.below} of ${familiarity.checks} calls predicted below -4.92 nats per action token; too few checks to judge the agent (10 needed)`,
+      );
 
       const { input, verdict } = await page.evaluate(() => {
         const demo = (globalThis as unknown as { __edgearmorDemo: { lastInput: unknown; lastVerdict: Verdict } }).__edgearmorDemo;

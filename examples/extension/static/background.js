@@ -68,10 +68,12 @@ async function checkTab(tabId, { userRequest, action }) {
   const options = await guardOptions();
   const answer = await chrome.runtime.sendMessage({ target: 'edgearmor-offscreen', type: 'check', input: pageConversation(page, userRequest, action), options });
   if (!answer?.ok) throw new Error(answer?.error?.message ?? 'the offscreen guard did not answer');
-  const { verdict, summary } = answer.value;
+  const { verdict, summary, familiarity } = answer.value;
   await chrome.action.setBadgeText({ tabId, text: verdict.decision === 'block' ? 'BLK' : 'OK' });
   await chrome.action.setBadgeBackgroundColor({ tabId, color: verdict.decision === 'block' ? '#D55E00' : '#009E73' });
   await remember(tabId, page.url, action, verdict, summary);
+  // Whether the proxy knows the agent, over the guard's checks so far (the popup shows it).
+  await chrome.storage.session.set({ familiarity });
   return verdict;
 }
 

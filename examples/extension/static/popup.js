@@ -37,16 +37,18 @@ async function currentTabId() {
 }
 
 async function render() {
-  const { checks = [] } = await chrome.storage.session.get('checks');
+  const { checks = [], familiarity } = await chrome.storage.session.get(['checks', 'familiarity']);
   const tabId = await currentTabId();
   const mine = checks.find((c) => c.tabId === tabId);
   if (mine) document.getElementById('current').replaceChildren(describe(mine, true));
   document.getElementById('checks').replaceChildren(...checks.map((c) => el('li', {}, describe(c, false))));
   document.getElementById('no-checks').hidden = checks.length > 0;
+  // Whether the proxy knows this agent: on agents it does not know, its verdicts are near chance.
+  if (typeof familiarity === 'string') document.getElementById('familiarity').textContent = familiarity;
   document.body.dataset.ready = 'true';
 }
 
 chrome.storage.onChanged.addListener((changes, area) => {
-  if (area === 'session' && 'checks' in changes) void render();
+  if (area === 'session' && ('checks' in changes || 'familiarity' in changes)) void render();
 });
 void render();
