@@ -171,7 +171,7 @@ function renderVerdict(v: Verdict, input: Conversation): void {
     h('p', { class: `decision ${v.decision}` }, h('strong', { class: 'badge' }, v.decision === 'block' ? 'Blocked' : 'Allowed'), ` ${verdictHeadline(v, findings)}`),
     ...(findings.length ? [h('ul', { class: 'findings' }, ...findings.map((f) => h('li', { 'data-kind': f.kind }, f.label)))] : []),
     h('p', { class: 'explain' }, explainVerdict(input as Parameters<typeof explainVerdict>[0], v)),
-    ...(v.score !== null ? [h('p', { class: 'muted' }, `Score ${v.score.toFixed(3)} on ${v.backend ?? '?'}`)] : []),
+    ...(v.score !== null ? [h('p', { class: 'muted', id: 'rule-score' }, ruleScoreText(v))] : []),
     ...(v.message ? [h('p', { class: 'muted' }, v.message)] : []),
   );
   $('chart').replaceChildren(attributionChart(v, { beforeToolResults: input.messages.every((m) => m.role !== 'tool') }));
@@ -212,6 +212,13 @@ function renderDefense(d: DefenseResult): void {
         ]
       : []),
   );
+}
+
+/** The verdict's score in words: what it is and where the rule flags (a bare number told a reader nothing). */
+function ruleScoreText(v: Verdict): string {
+  const a = v.attribution;
+  const of = a?.userWeight != null ? `: the strongest tool result's (or group's) Δ less ${a.userWeight} × the user's Δ` : ` of the ${a?.rule ?? '?'} rule`;
+  return `Score ${v.score!.toFixed(3)}${of}, flagged above ${a ? (-a.tau).toFixed(2) : '?'} (on ${v.backend ?? '?'})`;
 }
 
 function renderTimings(t: Record<string, number>): void {
