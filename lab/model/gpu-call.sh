@@ -16,6 +16,14 @@
 # draw of the data, beside the two held-out-suite runs at the embedded shape (S: what `edgearmor adapt`
 # fine-tunes, and three M runs' weights exceed what one call brings back). The embedded model is scored
 # only when BASE is carried (its choice-slice scores came back from the first call).
+#
+# PLAN=third is the next loan's call (gpu-trials.md, "The third loan: the plan", rule written before it):
+# the embedded model (BASE, carried as lab/runs/base-import) trained on for the whole call at its own shape
+# and 1,024-token window, four ways at once: its own recipe (the control), with scrambled tool names, on the
+# broad mixture, and both. A run's own --train / --validation come after gpu-broad.sh's and win (argparse
+# keeps the last). Carry .gpu and lab/runs/base-import (46 MB):
+#
+#   PLAN=third SECONDS_LEFT=555 MINUTES=4.5 bash lab/model/gpu-call.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1
@@ -45,9 +53,15 @@ case ${PLAN:-first} in
   # A fresh draw of the data (seed 2) and a lower peak rate: the run's weights are past their warmup.
   continue) runs=("m-rq33-cont $M --request-counterfactuals 0.33 --init ${INIT:-lab/runs/init-rq33} --seed 2 --lr 1e-3"
                   "s-noslack $S --trace-exclude-suite slack" "s-nobanking $S --trace-exclude-suite banking") ;;
-  *) echo "PLAN is first or continue, not ${PLAN}" >&2; exit 2 ;;
+  # From the embedded weights at a continuation's rate; the generator's data alone is the embedded recipe.
+  third) E="--init $BASE --lr 1e-3 --seed 3 --data-fraction $FRACTION"
+         own="--train ${DATA:-.gpu}/train.jsonl.xz --validation ${DATA:-.gpu}/validation.jsonl.xz"
+         runs=("e-cont $E $own" "e-names25 $E $own --scramble-names 0.25" "e-broad $E" "e-broad-names25 $E --scramble-names 0.25")
+         MAX_LEN=${MAX_LEN:-1024} ;;
+  *) echo "PLAN is first, continue or third, not ${PLAN}" >&2; exit 2 ;;
 esac
 DEADLINE=$deadline CHOICE_ONLY=1 DATA=${DATA:-.gpu} RUNS=${RUNS:-lab/runs} MINUTES=${MINUTES:-4} BATCH_TOKENS=${BATCH_TOKENS:-32768} DEVICE=$DEVICE \
+  MAX_LEN=${MAX_LEN:-4096} \
   bash lab/model/gpu-broad.sh "${runs[@]}" 2>&1 | tee "$OUT/log.txt"
 wait
 ls -la "$OUT"
