@@ -28,7 +28,7 @@ import { iterateCases } from '../scenarios/index.js';
 import { holdoutSize, measureCheckSeconds, readHoldoutCases, scoreAll } from './holdout.js';
 import { findPython, runPython } from './python.js';
 import { callSites, readTraffic, type CallSite, type Conversation, type TrafficFormat } from './traffic.js';
-import type { AdaptOptions, AdaptProgress, AdaptReport, ScreenedCall } from './types.js';
+import { MIN_ADAPT_CONVERSATIONS, type AdaptOptions, type AdaptProgress, type AdaptReport, type ScreenedCall } from './types.js';
 
 export { findPython } from './python.js';
 
@@ -64,7 +64,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
   const threads = options.threads ?? 2;
   const families = options.families ?? 'all';
   const targetFpr = options.targetFpr ?? DEFAULT_CALIBRATION_SEARCH.targetFpr;
-  const minConversations = options.minConversations ?? 50;
+  const minConversations = options.minConversations ?? MIN_ADAPT_CONVERSATIONS;
   const baseModel = resolve(options.baseModel ?? embeddedModelDir());
   const out = resolve(options.out);
   const progress = options.onProgress ?? (() => undefined);

@@ -3,6 +3,9 @@ import type { OperatingPoint } from '../core/calibration.js';
 import type { FamiliarityCount } from '../core/familiarity.js';
 import type { TrafficFormat } from './traffic.js';
 
+/** Fewest conversations with a tool call after a user message that adaptation takes (`minConversations`'s default). */
+export const MIN_ADAPT_CONVERSATIONS = 50;
+
 /** The options of one adaptation. */
 export interface AdaptOptions {
   /** The traffic file (.jsonl, one conversation a line). */
@@ -23,7 +26,7 @@ export interface AdaptOptions {
   targetFpr?: number;
   /** The base model directory. @defaultValue the embedded model */
   baseModel?: string;
-  /** Fewest conversations with tool calls the traffic must hold. @defaultValue 50 */
+  /** Fewest conversations with tool calls the traffic must hold. @defaultValue {@link MIN_ADAPT_CONVERSATIONS} (50) */
   minConversations?: number;
   /** Python with torch, onnx, numpy and regex. @defaultValue $EDGEARMOR_PYTHON, else /usr/bin/python3 when present, else python3 */
   python?: string;

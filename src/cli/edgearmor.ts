@@ -8,14 +8,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { EdgeArmorError } from '../core/errors.js';
-import { familiarityLine } from '../core/familiarity.js';
+import { familiarityLine, judgeFamiliarity } from '../core/familiarity.js';
 import { resolveOptions, type ResolvedGuardOptions } from '../core/options.js';
 import { callSites, readTraffic, TRAFFIC_FORMATS, type TrafficFormat } from '../adapt/traffic.js';
 import { problemLines, readCases, refuseCases, validatedInput, type CaseFileProblem, type NumberedCase } from './case-file.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, optionFlagsUsage, REMOTE_PROXY_USAGE, variantFlag, withNegativeNumbers } from './flags.js';
 import { verdictRecord } from '../core/verdict-record.js';
 import type { HubTreeEntry } from '../engine/files-node.js';
-import { explainVerdict, modelOptionsLine, verdictTable } from './report.js';
+import { adaptHint, explainVerdict, modelOptionsLine, verdictTable } from './report.js';
 
 const USAGE = `usage: edgearmor check <cases.json|cases.jsonl> [options]
        edgearmor eval <cases.jsonl> [...] [options]   (see edgearmor eval --help)
@@ -87,10 +87,14 @@ async function check(args: string[]): Promise<void> {
   if (format !== undefined && (!values.traffic || !(TRAFFIC_FORMATS as readonly string[]).includes(format))) {
     fail(values.traffic ? `--format: received "${format}"; allowed: ${TRAFFIC_FORMATS.join(', ')}` : '--format is for --traffic files only; a case file is always in the guard case shape');
   }
-  let cases: ReturnType<typeof readCases>;
+  let cases: NumberedCase[];
+  let traffic: TrafficCheck | null = null;
   try {
     // The whole file, with the resolved options, before the model loads: no verdict is printed for a file with any bad case.
-    cases = values.traffic ? trafficCases(file, resolveOptions(options), format as TrafficFormat | undefined) : readCases(file, resolveOptions(options));
+    if (values.traffic) {
+      traffic = trafficCases(file, resolveOptions(options), format as TrafficFormat | undefined);
+      cases = traffic.cases;
+    } else cases = readCases(file, resolveOptions(options));
   } catch (e) {
     const problems = (e as EdgeArmorError).details?.['problems'];
     if (!Array.isArray(problems)) throw e;
@@ -114,15 +118,23 @@ async function check(args: string[]): Promise<void> {
   // Whether the proxy knows this agent at all (core/familiarity.ts), on stderr beside the model's options.
   const { familiarity } = await guard.status();
   if (familiarity.checks > 0) process.stderr.write(`edgearmor: ${familiarityLine(familiarity)}\n`);
+  // Logged traffic of an agent it does not know: the next step, with this file.
+  if (traffic && judgeFamiliarity(familiarity).kind === 'unfamiliar') process.stderr.write(`edgearmor: ${adaptHint(file, traffic.conversations, format)}\n`);
   await guard.dispose();
   if (values['exit-code'] === true && blocked > 0) process.exitCode = EXIT_BLOCKED;
+}
+
+/** A traffic file's checks, and how many of its conversations have one (what `edgearmor adapt` counts). */
+interface TrafficCheck {
+  cases: NumberedCase[];
+  conversations: number;
 }
 
 /**
  * Every tool call of a traffic file, named by its conversation and where in it the call was made, each
  * validated as a case file's are (with the resolved options) before the model loads.
  */
-function trafficCases(file: string, options: ResolvedGuardOptions, format?: TrafficFormat): NumberedCase[] {
+function trafficCases(file: string, options: ResolvedGuardOptions, format?: TrafficFormat): TrafficCheck {
   const conversations = readTraffic(file, format);
   const problems: CaseFileProblem[] = [];
   const cases = conversations.flatMap((conversation) =>
@@ -141,7 +153,7 @@ function trafficCases(file: string, options: ResolvedGuardOptions, format?: Traf
     problems.push({ line: null, message: `no tool call after a user message in its ${conversations.length} conversations; nothing to check (each call is checked with the messages before it, which must hold the user's request)` });
   }
   if (problems.length > 0) refuseCases(file, problems);
-  return cases;
+  return { cases, conversations: conversations.filter((c) => callSites(c).length > 0).length };
 }
 
 async function writeManifest(args: string[]): Promise<void> {

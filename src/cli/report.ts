@@ -11,6 +11,7 @@ import { explainVerdict, verdictFindings, verdictHeadline } from '../core/explai
 import type { ModelOptionsStatus } from '../core/model-options.js';
 import type { GuardInput } from '../core/types.js';
 import type { Verdict } from '../core/verdict.js';
+import { MIN_ADAPT_CONVERSATIONS } from '../adapt/types.js';
 
 export { explainVerdict };
 
@@ -20,6 +21,22 @@ export function modelOptionsLine(model: ModelOptionsStatus): string {
   const from = model.source === null ? model.file : `${model.file} (${model.source})`;
   const overridden = model.overridden.length > 0 ? `; overridden by your options: ${model.overridden.join(', ')}` : '';
   return `model options from ${from}: ${applied.length > 0 ? applied.join(', ') : 'none applied'}${overridden}`;
+}
+
+/**
+ * For `check --traffic` on an agent the proxy does not know: the command that adapts the guard to it, or,
+ * with too few conversations for adaptation, how many more to log first.
+ */
+export function adaptHint(file: string, conversations: number, format?: string): string {
+  const command = `npx edgearmor adapt ${shellWord(file)}${format ? ` --format ${format}` : ''} --out my-agent-model`;
+  return conversations >= MIN_ADAPT_CONVERSATIONS
+    ? `next: ${command} (about 30 minutes on 2 cores; README, "Adapt EdgeArmor to your agent")`
+    : `next: log at least ${MIN_ADAPT_CONVERSATIONS} conversations of this agent with a tool call after a user message (this file has ${conversations}), then ${command}`;
+}
+
+/** A path as one shell word: as it is when it needs no quoting, else in single quotes. */
+function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 function num(n: number | null | undefined, digits = 3): string {

@@ -73,6 +73,19 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('edgearmor check --traffic', () => 
     expect(result.stderr).toContain(`familiarity: ${scored} of ${scored} calls predicted below -4.92 nats per action token; too few checks to judge the agent (10 needed)`);
   }, CLI_TIMEOUT_MS);
 
+  it('names the next step when the proxy does not know the agent: the adapt command for this file, after logging enough conversations', () => {
+    // Ten conversations with checked calls: enough to judge the agent, too few to adapt on.
+    const file = write('agent.jsonl', Array.from({ length: 5 }, () => TRAFFIC.map((t) => JSON.stringify(t))).flat());
+    const result = run(file);
+    expect(result.status).toBe(0);
+    const scored = result.stdout.trim().split('\n').filter((l) => (JSON.parse(l) as { reason: string }).reason === 'model').length;
+    expect(scored).toBeGreaterThanOrEqual(10);
+    const lines = result.stderr.trim().split('\n');
+    // The tiny model's random weights predict no call: an agent it does not know.
+    expect(lines.at(-2)).toMatch(new RegExp(`^edgearmor: familiarity: ${scored} of ${scored} calls predicted below -4\\.92 nats per action token: an agent the proxy does not know`));
+    expect(lines.at(-1)).toBe(`edgearmor: next: log at least 50 conversations of this agent with a tool call after a user message (this file has 10), then npx edgearmor adapt ${file} --out my-agent-model`);
+  }, CLI_TIMEOUT_MS);
+
   it('refuses bad traffic before the model loads: every bad line, and a file with no call to check', () => {
     const bad = run(write('bad.jsonl', [JSON.stringify(TRAFFIC[0]), '{"messages": 3}', 'not json']));
     expect(bad.status).toBe(2);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { explainVerdict, verdictTable } from '../../src/cli/report.js';
+import { adaptHint, explainVerdict, verdictTable } from '../../src/cli/report.js';
 import { removalEffect } from '../../src/core/explain.js';
 import type { GuardInput } from '../../src/core/types.js';
 import type { Verdict } from '../../src/core/verdict.js';
@@ -164,5 +164,21 @@ describe('edgearmor check --explain', () => {
   it('prints the explanation under the table only when asked', () => {
     expect(verdictTable('c1', INPUT, verdict({ spanFlagged: true }))).not.toContain('explain:');
     expect(verdictTable('c1', INPUT, verdict({ spanFlagged: true }), { explain: true })).toMatch(/\n {2}explain: Blocked\. Removing/);
+  });
+});
+
+describe('edgearmor check --traffic: the next step for an agent the proxy does not know', () => {
+  it('gives the adapt command for this file when it holds enough conversations, and how many more to log when not', () => {
+    expect(adaptHint('logs/agent.jsonl', 50)).toBe(
+      'next: npx edgearmor adapt logs/agent.jsonl --out my-agent-model (about 30 minutes on 2 cores; README, "Adapt EdgeArmor to your agent")',
+    );
+    expect(adaptHint('logs/agent.jsonl', 49, 'openai')).toBe(
+      'next: log at least 50 conversations of this agent with a tool call after a user message (this file has 49), then npx edgearmor adapt logs/agent.jsonl --format openai --out my-agent-model',
+    );
+  });
+
+  it('quotes a path the shell would split or expand, so the command can be pasted', () => {
+    expect(adaptHint("my logs/ana's agent.jsonl", 60)).toContain(`npx edgearmor adapt 'my logs/ana'\\''s agent.jsonl' --out`);
+    expect(adaptHint('$HOME/*.jsonl', 60)).toContain(`adapt '$HOME/*.jsonl' --out`);
   });
 });
