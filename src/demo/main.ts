@@ -83,8 +83,8 @@ function showStatus(status: GuardStatus): void {
     // The reason names what was skipped and why ("WebGPU: navigator.gpu is undefined"): said once.
     ...(status.fallbackReason ? [h('span', {}, ` — ${status.fallbackReason}`)] : []),
   );
-  // Whether the proxy knows the agent it guards: pasted conversations of another agent soon say so.
-  $('familiarity').textContent = familiarityLine(status.familiarity);
+  // Whether the proxy knows the agent it guards, once a call was checked: pasted conversations of another agent soon say so.
+  $('familiarity').textContent = status.familiarity.checks > 0 ? familiarityLine(status.familiarity) : '';
 }
 
 const guard = createGuard({
