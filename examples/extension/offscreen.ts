@@ -45,8 +45,13 @@ chrome.runtime.onMessage.addListener((message: Request, _sender, sendResponse) =
     message.type === 'check'
       ? guard.ready
           .then(() => guard.check(message.input))
-          // With each verdict, whether the proxy knows this agent (counted over this guard's checks).
-          .then(async (verdict) => ({ verdict, summary: summary(message.input as GuardInput, verdict), familiarity: familiarityLine((await guard.status()).familiarity) }))
+          // With each verdict, whether the proxy knows this agent (counted over this guard's checks); a status
+          // that fails (a worker lost after the check) costs that line, never the verdict.
+          .then(async (verdict) => ({
+            verdict,
+            summary: summary(message.input as GuardInput, verdict),
+            familiarity: await guard.status().then((s) => familiarityLine(s.familiarity), () => null),
+          }))
       : guard.ready;
   work.then(
     (value) => sendResponse({ ok: true, value }),

@@ -218,7 +218,7 @@ function renderDefense(d: DefenseResult): void {
 function ruleScoreText(v: Verdict): string {
   const a = v.attribution;
   const of = a?.userWeight != null ? `: the strongest tool result's (or group's) Δ less ${a.userWeight} × the user's Δ` : ` of the ${a?.rule ?? '?'} rule`;
-  return `Score ${v.score!.toFixed(3)}${of}, flagged above ${a ? (-a.tau).toFixed(2) : '?'} (on ${v.backend ?? '?'})`;
+  return `Score ${v.score!.toFixed(3)}${of}; a result is flagged only above ${a ? (-a.tau).toFixed(2) : '?'} (on ${v.backend ?? '?'})`;
 }
 
 function renderTimings(t: Record<string, number>): void {
@@ -259,7 +259,8 @@ async function runAgent(): Promise<void> {
     proposal.querySelector('p')!.textContent = defense.finalAction ? `Guard: ${defense.defended ? 'replaced by' : 'allowed'} ${callText(defense.finalAction)}` : 'Guard: blocked, no call is run.';
     await renderSpan(conversation, defense.originalVerdict, defense, timings);
     renderTimings(timings);
-    showStatus(await guard.status());
+    // The familiarity count after this check; a status that fails leaves the verdict shown as it is.
+    await guard.status().then(showStatus, () => undefined);
     demo.runs += 1;
     document.body.dataset['run'] = 'done';
   } catch (error) {

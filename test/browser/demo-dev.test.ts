@@ -123,7 +123,7 @@ describe.skipIf(!(CAN_RUN && TINY_GUARD_MODEL_AVAILABLE))('the demo on the Vite 
       expect(verdict.backend).toBe('wasm');
       const { userWeight, tau } = verdict.attribution!;
       await expect(page.locator('#rule-score').textContent()).resolves.toBe(
-        `Score ${verdict.score!.toFixed(3)}: the strongest tool result's (or group's) Δ less ${userWeight} × the user's Δ, flagged above ${(-tau).toFixed(2)} (on wasm)`,
+        `Score ${verdict.score!.toFixed(3)}: the strongest tool result's (or group's) Δ less ${userWeight} × the user's Δ; a result is flagged only above ${(-tau).toFixed(2)} (on wasm)`,
       );
       const { intended_action: _intended, ...guardInput } = input;
       const inNode = await node.check(guardInput);

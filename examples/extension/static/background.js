@@ -73,7 +73,7 @@ async function checkTab(tabId, { userRequest, action }) {
   await chrome.action.setBadgeBackgroundColor({ tabId, color: verdict.decision === 'block' ? '#D55E00' : '#009E73' });
   await remember(tabId, page.url, action, verdict, summary);
   // Whether the proxy knows the agent, over the guard's checks so far (the popup shows it).
-  await chrome.storage.session.set({ familiarity });
+  if (typeof familiarity === 'string') await chrome.storage.session.set({ familiarity });
   return verdict;
 }
 
