@@ -119,7 +119,7 @@ async function check(args: string[]): Promise<void> {
   const { familiarity } = await guard.status();
   if (familiarity.checks > 0) process.stderr.write(`edgearmor: ${familiarityLine(familiarity)}\n`);
   // Logged traffic of an agent it does not know: the next step, with this file.
-  if (traffic && judgeFamiliarity(familiarity).kind === 'unfamiliar') process.stderr.write(`edgearmor: ${adaptHint(file, traffic.conversations, format)}\n`);
+  if (traffic && judgeFamiliarity(familiarity).kind === 'unfamiliar') process.stderr.write(`edgearmor: ${adaptHint(file, traffic.conversations, format, values.model)}\n`);
   await guard.dispose();
   if (values['exit-code'] === true && blocked > 0) process.exitCode = EXIT_BLOCKED;
 }

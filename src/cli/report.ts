@@ -24,11 +24,13 @@ export function modelOptionsLine(model: ModelOptionsStatus): string {
 }
 
 /**
- * For `check --traffic` on an agent the proxy does not know: the command that adapts the guard to it, or,
- * with too few conversations for adaptation, how many more to log first.
+ * For `check --traffic` on an agent the proxy does not know: the command that adapts the guard to it (from
+ * the model that was checked with, when not the embedded one), or, with too few conversations for
+ * adaptation, how many more to log first.
  */
-export function adaptHint(file: string, conversations: number, format?: string): string {
-  const command = `npx edgearmor adapt ${shellWord(file)}${format ? ` --format ${format}` : ''} --out my-agent-model`;
+export function adaptHint(file: string, conversations: number, format?: string, model?: string): string {
+  const from = model === undefined ? '' : ` --base-model ${shellWord(model)}`;
+  const command = `npx edgearmor adapt ${shellWord(file)}${format ? ` --format ${format}` : ''}${from} --out my-agent-model`;
   return conversations >= MIN_ADAPT_CONVERSATIONS
     ? `next: ${command} (about 30 minutes on 2 cores; README, "Adapt EdgeArmor to your agent")`
     : `next: log at least ${MIN_ADAPT_CONVERSATIONS} conversations of this agent with a tool call after a user message (this file has ${conversations}), then ${command}`;

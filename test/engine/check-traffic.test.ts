@@ -83,7 +83,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('edgearmor check --traffic', () => 
     const lines = result.stderr.trim().split('\n');
     // The tiny model's random weights predict no call: an agent it does not know.
     expect(lines.at(-2)).toMatch(new RegExp(`^edgearmor: familiarity: ${scored} of ${scored} calls predicted below -4\\.92 nats per action token: an agent the proxy does not know`));
-    expect(lines.at(-1)).toBe(`edgearmor: next: log at least 50 conversations of this agent with a tool call after a user message (this file has 10), then npx edgearmor adapt ${file} --out my-agent-model`);
+    expect(lines.at(-1)).toBe(`edgearmor: next: log at least 50 conversations of this agent with a tool call after a user message (this file has 10), then npx edgearmor adapt ${file} --base-model ${model} --out my-agent-model`);
   }, CLI_TIMEOUT_MS);
 
   it('refuses bad traffic before the model loads: every bad line, and a file with no call to check', () => {

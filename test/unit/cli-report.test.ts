@@ -181,4 +181,8 @@ describe('edgearmor check --traffic: the next step for an agent the proxy does n
     expect(adaptHint("my logs/ana's agent.jsonl", 60)).toContain(`npx edgearmor adapt 'my logs/ana'\\''s agent.jsonl' --out`);
     expect(adaptHint('$HOME/*.jsonl', 60)).toContain(`adapt '$HOME/*.jsonl' --out`);
   });
+
+  it('starts from the model the traffic was checked with, when one was given', () => {
+    expect(adaptHint('agent.jsonl', 60, undefined, 'models/my base')).toContain(`npx edgearmor adapt agent.jsonl --base-model 'models/my base' --out my-agent-model`);
+  });
 });
