@@ -11,6 +11,7 @@ Deltas are normalised by the real number of scored action tokens.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import json
 import os
@@ -115,6 +116,23 @@ def deltas(res):
     return user, spans, tools
 
 
+def source_of(cases_path: str, limit, tool_loo: bool) -> dict:
+    """What a score file was made from: the cases file's bytes, the limit and the tool flag. A score file is kept
+    (resumed) only when its source matches, so one left by another data set or limit (a rehearsal at a tiny size)
+    is scored again rather than read as this set's."""
+    with open(cases_path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    return {"cases_sha256": digest, "limit": limit, "tools": tool_loo}
+
+
+def kept(out_path: str, source: dict) -> bool:
+    try:
+        with open(out_path + ".source.json") as f:
+            return os.path.exists(out_path) and json.load(f) == source
+    except (OSError, ValueError):
+        return False
+
+
 def score_file(model, tok, max_len, cases_path, out_path, limit, tool_loo, device):
     cases = load_jsonl(cases_path, limit)
     t0 = time.time()
@@ -133,6 +151,8 @@ def score_file(model, tok, max_len, cases_path, out_path, limit, tool_loo, devic
     if out:
         out.close()
         os.replace(out_path + ".part", out_path)
+        with open(out_path + ".source.json", "w") as f:
+            json.dump(source_of(cases_path, limit, tool_loo), f)
 
 
 def main():
@@ -144,8 +164,9 @@ def main():
     ap.add_argument("--tool-loo", action="store_true")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--sets", nargs="*", default=None, metavar="CASES=OUT[:LIMIT][:tools]",
-                    help="score several files with one model load instead of --cases/--out; an OUT that exists "
-                         "is kept (resuming), ':tools' adds leave-one-out over tool descriptions")
+                    help="score several files with one model load instead of --cases/--out; an OUT made from the "
+                         "same cases, limit and flag is kept (resuming), ':tools' adds leave-one-out over tool "
+                         "descriptions")
     args = ap.parse_args()
     torch.set_num_threads(2)
     model = load(args.run).to(args.device)
@@ -157,9 +178,9 @@ def main():
     for spec in args.sets:
         cases_path, rest = spec.split("=", 1)
         out_path, *opts = rest.split(":")
-        if os.path.exists(out_path):
-            continue
         limit = next((int(o) for o in opts if o.isdigit()), args.limit)
+        if kept(out_path, source_of(cases_path, limit, "tools" in opts)):
+            continue
         score_file(model, tok, max_len, cases_path, out_path, limit, "tools" in opts, args.device)
 
 

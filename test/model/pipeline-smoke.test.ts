@@ -7,7 +7,7 @@
  * (.ci/run installs them); without them the test fails under CI and is skipped elsewhere.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -85,13 +85,23 @@ describe.skipIf(!hasTorch)('GPU training pipeline at a tiny size on the CPU', ()
       expect(table['gpu-tiny-noslack']?.['adv-val'], label).toHaveProperty(`median_du_${label}`, ds.length > 0 ? ds[ds.length >> 1] : null);
     }
 
-    // A second call with the run brought back trains nothing again and keeps its scores; with the
-    // device's OUT set, it packs the scores and the fp16 weights within the device's file limits.
+    // A second call with the run brought back trains nothing again and keeps its scores, but not a score file
+    // made from other cases or limits (a tiny rehearsal's left in a run directory); with the device's OUT set, it
+    // packs the scores and the fp16 weights within the device's file limits.
+    const scoreTime = (set: string) => statSync(join(run, `${set}-scores.jsonl`)).mtimeMs;
+    const [advValTime, asbTime] = [scoreTime('adv-val'), scoreTime('asb')];
+    const asbSource = join(run, 'asb-scores.jsonl.source.json');
+    const source = JSON.parse(readFileSync(asbSource, 'utf8')) as { limit: number };
+    expect(source.limit).toBe(2);
+    writeFileSync(asbSource, JSON.stringify({ ...source, limit: 99 }));
     const out2 = join(work, 'out');
     const again = execFileSync('bash', ['lab/model/gpu-broad.sh', 'tiny-noslack --hidden 32 --layers 1 --heads 2 --ffn 64 --trace-exclude-suite slack'], {
       cwd: ROOT, env: { ...env, OUT: out2 }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
     });
     expect(again).toMatch(/tiny-noslack: trained already/);
+    expect(scoreTime('adv-val')).toBe(advValTime);
+    expect(scoreTime('asb')).toBeGreaterThan(asbTime);
+    expect(JSON.parse(readFileSync(asbSource, 'utf8'))).toEqual(source);
     expect(again).toMatch(/packed tiny-noslack: .* in 1 part\(s\)/);
     const packed = readdirSync(out2).sort();
     expect(packed).toEqual(['meta.tar.xz', 'tiny-noslack.fp16.pt.part-00']);
