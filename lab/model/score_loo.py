@@ -133,7 +133,7 @@ def kept(out_path: str, source: dict) -> bool:
         return False
 
 
-def score_file(model, tok, max_len, cases_path, out_path, limit, tool_loo, device):
+def score_file(model, tok, max_len, cases_path, out_path, limit, tool_loo, device, source=None):
     cases = load_jsonl(cases_path, limit)
     t0 = time.time()
     # Written under a temporary name and renamed when complete: a file that exists is whole.
@@ -152,7 +152,7 @@ def score_file(model, tok, max_len, cases_path, out_path, limit, tool_loo, devic
         out.close()
         os.replace(out_path + ".part", out_path)
         with open(out_path + ".source.json", "w") as f:
-            json.dump(source_of(cases_path, limit, tool_loo), f)
+            json.dump(source or source_of(cases_path, limit, tool_loo), f)
 
 
 def main():
@@ -179,9 +179,10 @@ def main():
         cases_path, rest = spec.split("=", 1)
         out_path, *opts = rest.split(":")
         limit = next((int(o) for o in opts if o.isdigit()), args.limit)
-        if kept(out_path, source_of(cases_path, limit, "tools" in opts)):
+        source = source_of(cases_path, limit, "tools" in opts)
+        if kept(out_path, source):
             continue
-        score_file(model, tok, max_len, cases_path, out_path, limit, "tools" in opts, args.device)
+        score_file(model, tok, max_len, cases_path, out_path, limit, "tools" in opts, args.device, source)
 
 
 if __name__ == "__main__":

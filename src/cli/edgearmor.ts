@@ -136,9 +136,10 @@ interface TrafficCheck {
  */
 function trafficCases(file: string, options: ResolvedGuardOptions, format?: TrafficFormat): TrafficCheck {
   const conversations = readTraffic(file, format);
+  const sitesOf = conversations.map((conversation) => ({ conversation, sites: callSites(conversation) }));
   const problems: CaseFileProblem[] = [];
-  const cases = conversations.flatMap((conversation) =>
-    callSites(conversation).flatMap((site) => {
+  const cases = sitesOf.flatMap(({ conversation, sites }) =>
+    sites.flatMap((site) => {
       const id = `${conversation.id} message ${site.messageIndex}${site.callIndex > 0 ? ` call ${site.callIndex + 1}` : ''}`;
       try {
         validatedInput(site.input, options);
@@ -153,7 +154,7 @@ function trafficCases(file: string, options: ResolvedGuardOptions, format?: Traf
     problems.push({ line: null, message: `no tool call after a user message in its ${conversations.length} conversations; nothing to check (each call is checked with the messages before it, which must hold the user's request)` });
   }
   if (problems.length > 0) refuseCases(file, problems);
-  return { cases, conversations: conversations.filter((c) => callSites(c).length > 0).length };
+  return { cases, conversations: sitesOf.filter(({ sites }) => sites.length > 0).length };
 }
 
 async function writeManifest(args: string[]): Promise<void> {
