@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createNodeGuard } from '../../src/node.js';
-import { generateCase } from '../../src/scenarios/index.js';
+import { generatedInputs } from './guards.js';
 
 const SELF = fileURLToPath(import.meta.url);
 
@@ -18,10 +18,10 @@ const SELF = fileURLToPath(import.meta.url);
 async function timedChecks(count: number): Promise<number> {
   const guard = createNodeGuard({ backend: 'node' });
   try {
-    const cases = Array.from({ length: count }, (_, i) => generateCase('test', 3, i));
-    await guard.check({ messages: cases[0]!.messages, action: cases[0]!.action, tools: cases[0]!.tools });
+    const inputs = generatedInputs(count);
+    await guard.check(inputs[0]!);
     const start = performance.now();
-    for (const c of cases) await guard.check({ messages: c.messages, action: c.action, tools: c.tools });
+    for (const input of inputs) await guard.check(input);
     return performance.now() - start;
   } finally {
     await guard.dispose();

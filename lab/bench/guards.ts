@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { createGuard } from '../../src/page/create-guard.js';
 import type { Guard } from '../../src/core/guard-api.js';
+import type { GuardInput } from '../../src/core/types.js';
 import { createNodeGuard } from '../../src/node.js';
 import { generateCase } from '../../src/scenarios/index.js';
 import { largestInput } from './largest-input.js';
@@ -93,11 +94,16 @@ const median = (xs: number[]) => {
 };
 
 /** Runs every guard over the same cases and returns one row each. */
-export async function benchGuards(caseCount: number, reps: number): Promise<GuardBenchRow[]> {
-  const inputs = Array.from({ length: caseCount }, (_, i) => {
+/** The guard inputs of the first `count` generated test cases (seed 3): what every guard benchmark checks. */
+export function generatedInputs(count: number): GuardInput[] {
+  return Array.from({ length: count }, (_, i) => {
     const c = generateCase('test', 3, i);
     return { messages: c.messages, action: { name: c.action.name, arguments: c.action.arguments }, tools: c.tools };
   });
+}
+
+export async function benchGuards(caseCount: number, reps: number): Promise<GuardBenchRow[]> {
+  const inputs = generatedInputs(caseCount);
   const rows: GuardBenchRow[] = [];
   for (const { name, make } of GUARDS) {
     const before = new Set(childPids());

@@ -91,8 +91,8 @@ export async function createOrtSession(model: Uint8Array, options: OrtSessionOpt
     logSeverityLevel: 3,
   };
   // onnxruntime-node's CPU threads spin between the ops of a pass by default. The guard shares its cores with its
-  // host (an agent, a server, a test runner): spinning bought no speed alone (2 cores, 30 checks: 15.5 s against
-  // 15.1 s without) and cost a third beside a second busy process (35.5 s against 25.1 s each; docs/speed.md).
+  // host (an agent, a server, a test runner): spinning bought no speed alone and, beside a second busy process,
+  // made 30 checks take 2.78x their time alone against 1.50x without (lab/bench/beside.ts; docs/speed.md).
   if (options.backend === 'node') sessionOptions.extra = { session: { intra_op: { allow_spinning: '0' } } };
   if (options.externalData !== undefined && options.externalData.length > 0) {
     sessionOptions.externalData = options.externalData.map((f) => ({ path: f.path, data: f.data }));
