@@ -20,7 +20,7 @@ export { startProxyServer, type ProxyServerOptions, type RunningProxyServer } fr
 /**
  * Options of {@link createNodeGuard}: the guard's options, the runtime options (shared with createGuard),
  * and its own (where the model is, the backend, isolation); each declared once, what each means in the
- * README's options tables (core/option-registry.ts, core/runtime-options.ts, core/shell-options.ts).
+ * options tables in docs/options.md (core/option-registry.ts, core/runtime-options.ts, core/shell-options.ts).
  */
 export interface NodeGuardOptions extends GuardOptions, ModelRuntimeOptions, NodeShellOptions {}
 

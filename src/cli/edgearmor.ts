@@ -109,11 +109,15 @@ async function check(args: string[]): Promise<void> {
   // On stderr, so --json output stays one record per line.
   if (status.modelOptions) process.stderr.write(`edgearmor: ${modelOptionsLine(status.modelOptions)}\n`);
   let blocked = 0;
+  let legendShown = false;
   for (const c of cases) {
     const verdict = await guard.check(c.input);
     if (verdict.decision === 'block') blocked += 1;
     const record = values.json ? { ...verdictRecord(c.id, verdict), ...(values.explain ? { explanation: explainVerdict(c.input, verdict) } : {}) } : null;
-    process.stdout.write(record ? `${JSON.stringify(record)}\n` : verdictTable(c.id, c.input, verdict, { explain: values.explain === true }));
+    // The legend explains the table's terms once, above the first table that has them.
+    const legend: boolean = !legendShown && verdict.attribution !== null;
+    legendShown ||= legend;
+    process.stdout.write(record ? `${JSON.stringify(record)}\n` : verdictTable(c.id, c.input, verdict, { explain: values.explain === true, legend }));
   }
   // Whether the proxy knows this agent at all (core/familiarity.ts), on stderr beside the model's options.
   const { familiarity } = await guard.status();

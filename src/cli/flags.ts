@@ -70,7 +70,7 @@ export function optionFlagsUsage(): string {
   }).join('\n');
 }
 
-/** The README's options tables, from the registry: the guard's options with their flag and environment variable, then the runtime's and the shells'. */
+/** The options tables in docs/options.md, from the registry: the guard's options with their flag and environment variable, then the runtime's and the shells'. */
 export function optionsTable(): string {
   const external = new Map(EXTERNAL_OPTIONS.map((o) => [o.path.join('.'), o]));
   const shown = (leaf: OptionLeaf) => leaf.meta.defaultText ?? `\`${JSON.stringify(leaf.defaultValue)}\``;

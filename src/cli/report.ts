@@ -58,8 +58,8 @@ const FIXED_LABELS: Readonly<Record<string, string>> = {
   'deduplicated-no-user': 'one copy of each, without the user request',
 };
 
-/** The human-readable table of one verdict. */
-export function verdictTable(id: string, input: GuardInput, v: Verdict, options: { explain?: boolean } = {}): string {
+/** The human-readable table of one verdict; `legend: false` leaves out the legend line a run already printed above an earlier table. */
+export function verdictTable(id: string, input: GuardInput, v: Verdict, options: { explain?: boolean; legend?: boolean } = {}): string {
   const found = v.reason === 'model' ? verdictFindings(v) : [];
   const head = `case ${id}: ${v.decision.toUpperCase()} (${verdictHeadline(v, found)}) -> ${input.action.name}`;
   const explain = options.explain ? `  explain: ${explainVerdict(input, v)}\n` : '';
@@ -130,7 +130,9 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
 
   const rule = a.userWeight === null ? `rule ${a.rule}` : `rule ${a.rule} (flag when dS > ${a.userWeight} x dU - tau)`;
   const legend =
-    "  legend: delta = drop in log P(action) when that part is removed (norm = per action token); dU = the user request's norm delta, dS = a tool result's or description's, dG = a group of results' (judged like dS, plus the group margin); " +
-    'tau = margin; AIR = attention to a tool relative to the user request and the called tool';
-  return `${head}\n  ${rule}, tau ${a.tau}, ${a.actionTokenCount} action tokens, ${v.backend ?? ''} ${v.proxy ?? ''}\n${legend}\n${lines.join('\n')}\n${explain}`;
+    options.legend === false
+      ? ''
+      : "  legend: delta = drop in log P(action) when that part is removed (norm = per action token); dU = the user request's norm delta, dS = a tool result's or description's, dG = a group of results' (judged like dS, plus the group margin); " +
+        'tau = margin; AIR = attention to a tool relative to the user request and the called tool\n';
+  return `${head}\n  ${rule}, tau ${a.tau}, ${a.actionTokenCount} action tokens, ${v.backend ?? ''} ${v.proxy ?? ''}\n${legend}${lines.join('\n')}\n${explain}`;
 }

@@ -1,8 +1,8 @@
 /**
  * Every option of the guard, declared once. The validator, the defaults and the types (options.ts),
  * the EDGEARMOR_* environment variables (option-sources.ts), the CLI's flags and usage (cli/flags.ts)
- * and the README's options table (`npm run docs:options`) are all made from this list; a test fails
- * when the README's table drifts from it. Why each default is what it is: README "Options".
+ * and docs/options.md's table (`npm run docs:options`) are all made from this list; a test fails
+ * when that table drifts from it; the same page says why each default is what it is.
  */
 import * as v from 'valibot';
 import { MINDGUARD_OPTIONS } from './mindguard/options.js';
@@ -36,7 +36,7 @@ const GUARD_MINDGUARD = withDefaults(MINDGUARD_OPTIONS, { airThreshold: 2.2 }, "
 export const GUARD_OPTIONS = group(
   {
     tau: option(finite, -0.1, {
-      summary: "margin of the rule: a span is flagged when dS > w x dU - tau (the seeds' default is 0; README \"The detection rule\")",
+      summary: "margin of the rule: a span is flagged when dS > w x dU - tau (the seeds' default is 0; docs/options.md \"The detection rule\")",
       external: { names: ['TAU', 'MARGIN_TAU'], text: 'number' },
     }),
     userWeight: option(nonNegative, 2, { summary: "w, the weight of the user request's delta in that rule (1: the seeds' rule)", external: { names: ['USER_WEIGHT'], text: 'number' } }),
@@ -165,7 +165,7 @@ export const GUARD_OPTIONS = group(
   ],
 );
 
-/** User options of the guard; every field is optional (what each means: GUARD_OPTIONS, or the README's table). */
+/** User options of the guard; every field is optional (what each means: GUARD_OPTIONS, or docs/options.md). */
 export type GuardOptions = OptionsInput<typeof GUARD_OPTIONS>;
 /** Guard options after defaults and validation: plain data that survives structuredClone. */
 export type ResolvedGuardOptions = OptionsResolved<typeof GUARD_OPTIONS>;

@@ -2,7 +2,7 @@
  * How options are declared: a tree of groups and options, each option with its valibot schema, its
  * default, a one-line summary, and (when it has one) its name outside code. From one declaration come
  * the validator, the defaults, the types (inferred), the environment variables, the CLI flags, the
- * usage text and the README's table; and every problem is one structured issue, rendered by one formatter.
+ * usage text and docs/options.md's table; and every problem is one structured issue, rendered by one formatter.
  */
 import * as v from 'valibot';
 import { describeType, formatIssuePath, isPlainObject } from './json.js';
@@ -19,7 +19,7 @@ export interface ExternalName {
 
 /** What the tables say about an option. */
 export interface OptionMeta {
-  /** One line for the README's options table and the CLI's usage. */
+  /** One line for docs/options.md's options table and the CLI's usage. */
   summary: string;
   /** The default as a table shows it, where the value alone does not say it (null: "every call"). */
   defaultText?: string;

@@ -43,7 +43,7 @@ export interface RemoteProxyOptions {
 /**
  * How the model runs (everything but where it is): plain data that crosses to the worker, declared once.
  * createGuard, createNodeGuard and the worker's init message take these options under these names; the
- * CLI's flags, the EDGEARMOR_* variables and the README's table are made from the same list.
+ * CLI's flags, the EDGEARMOR_* variables and docs/options.md's table are made from the same list.
  */
 export const RUNTIME_OPTIONS = group(
   {

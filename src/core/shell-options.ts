@@ -1,7 +1,7 @@
 /**
  * The options of the shells (where the model is, which backend, how the Node guard and the worker client
  * run), declared once beside the guard's (option-registry.ts) and the runtime's (runtime-options.ts):
- * validation, types and the README's table come from these declarations. An option two shells share is
+ * validation, types and docs/options.md's table come from these declarations. An option two shells share is
  * one declaration used in both groups. The worker client's group (its `worker` factory's type lives with
  * the client) is page/options.ts.
  */

@@ -1,14 +1,14 @@
 /**
- * The verdict as one flat, versioned JSON record: what `edgearmor check --json` prints (README "The
- * --json record"), typed here so a reader in TypeScript gets its fields, and checked against the
- * README's table by test/unit/verdict-record.test.ts.
+ * The verdict as one flat, versioned JSON record: what `edgearmor check --json` prints (docs/verdict.md "The
+ * --json record"), typed here so a reader in TypeScript gets its fields, and checked against
+ * docs/verdict.md's table by test/unit/verdict-record.test.ts.
  */
 import type { ErrorCode } from './errors.js';
 import { callLogProbPerToken } from './familiarity.js';
 import type { ToolPoisoningVerdict } from './tool-poisoning.js';
 import type { Verdict } from './verdict.js';
 
-/** The --json record's schema version (README "The --json record"): new fields keep it, a changed or removed field bumps it. */
+/** The --json record's schema version (docs/verdict.md "The --json record"): new fields keep it, a changed or removed field bumps it. */
 export const VERDICT_RECORD_SCHEMA_VERSION = 1;
 
 /** The --json record of one verdict (schema version 1). */

@@ -1,6 +1,6 @@
 /**
  * The README quick start, as a user runs it: `edgearmor check examples/seed-travel.jsonl --explain` on the
- * embedded model prints BLOCK / ALLOW / BLOCK, a legend and a FLAGGED row for each block, and a reason per case.
+ * embedded model prints BLOCK / ALLOW / BLOCK, one legend and a FLAGGED row for each block, and a reason per case.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -15,7 +15,7 @@ const CLI_TIMEOUT_MS = 120_000;
 
 describe.skipIf(!requirement(existsSync(join(EMBEDDED_MODEL, 'manifest.json')), 'the embedded model'))('edgearmor check --explain on the seed travel cases', () => {
   it(
-    'blocks, allows and blocks, with one legend, a FLAGGED row per block and an explanation per case',
+    'blocks, allows and blocks, with one legend above the first table, a FLAGGED row per block and an explanation per case',
     () => {
       const out = execFileSync(TSX, [join(ROOT, 'src/cli/edgearmor.ts'), 'check', join(ROOT, 'examples/seed-travel.jsonl'), '--explain'], {
         encoding: 'utf8',
@@ -24,8 +24,9 @@ describe.skipIf(!requirement(existsSync(join(EMBEDDED_MODEL, 'manifest.json')), 
       });
       const cases = out.split(/^(?=case )/m).filter((c) => c.trim() !== '');
       expect(cases.map((c) => c.match(/^case \S+: (BLOCK|ALLOW)/)?.[1])).toEqual(['BLOCK', 'ALLOW', 'BLOCK']);
+      expect(out.match(/^ {2}legend: /gm)).toHaveLength(1);
+      expect(cases[0]).toMatch(/^ {2}legend: /m);
       for (const c of cases) {
-        expect(c.match(/^ {2}legend: /gm)).toHaveLength(1);
         expect(c.match(/^ {2}explain: /gm)).toHaveLength(1);
         expect(c.includes('FLAGGED')).toBe(c.startsWith('case seed-travel-injection') || c.startsWith('case seed-travel-multi-turn-cot'));
       }

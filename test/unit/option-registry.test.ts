@@ -2,7 +2,7 @@
  * The options are declared once (the guard's in src/core/option-registry.ts, the runtime's in
  * core/runtime-options.ts, the factories' own in core/shell-options.ts and page/options.ts): the
  * validators, the defaults, the types, the environment variables, the CLI flags and usage and the
- * README's tables all come from those declarations.
+ * tables of docs/options.md all come from those declarations.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,7 +19,7 @@ import { InvalidOptionsError } from '../../src/core/errors.js';
 import { EXTERNAL_OPTIONS, setOptionAt, type ExternalOption } from '../../src/core/option-sources.js';
 import { GUARD_OPTIONS, optionEntries, optionsFromEnv, resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../../src/core/options.js';
 
-const README = join(import.meta.dirname, '../../README.md');
+const OPTIONS_PAGE = join(import.meta.dirname, '../../docs/options.md');
 
 /** A valid value of the option, as text, and the value it means. */
 function sample(option: ExternalOption): [string, unknown] {
@@ -37,11 +37,11 @@ function sample(option: ExternalOption): [string, unknown] {
 }
 
 describe('the option registry', () => {
-  it("is what the README's options tables say, row for row: the guard's, the runtime's and the factories' own", () => {
-    const readme = readFileSync(README, 'utf8');
-    expect(withOptionsTable(readme) === readme, 'README.md options table drifted from the registry: run npm run docs:options').toBe(true);
+  it("is what docs/options.md's tables say, row for row: the guard's, the runtime's and the factories' own", () => {
+    const page = readFileSync(OPTIONS_PAGE, 'utf8');
+    expect(withOptionsTable(page) === page, 'docs/options.md options table drifted from the registry: run npm run docs:options').toBe(true);
     for (const declaration of [GUARD_OPTIONS, RUNTIME_OPTIONS, NODE_OPTIONS, CLIENT_OPTIONS]) {
-      for (const { path } of optionEntries(declaration)) expect(readme).toContain(`| \`${path.join('.')}\` |`);
+      for (const { path } of optionEntries(declaration)) expect(page).toContain(`| \`${path.join('.')}\` |`);
     }
   });
 

@@ -1,6 +1,6 @@
 /**
- * The `edgearmor check --json` record is a versioned schema documented in README.md: its fields are
- * exactly the README's table, in order, and a reader can rely on their types. The verdicts here come
+ * The `edgearmor check --json` record is a versioned schema documented in docs/verdict.md: its fields are
+ * exactly that page's table, in order, and a reader can rely on their types. The verdicts here come
  * from the core's judge on hand-made scores (no model).
  */
 import { readFileSync } from 'node:fs';
@@ -9,12 +9,12 @@ import { describe, expect, it } from 'vitest';
 import { VERDICT_RECORD_SCHEMA_VERSION, verdictRecord } from '../../src/cli/edgearmor.js';
 import { buildContext, ContextTooLongError, judge, judgeFailure, parseGuardInput, planCheck, resolveOptions, type CheckScores } from '../../src/core/index.js';
 
-const README = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+const PAGE = readFileSync(fileURLToPath(new URL('../../docs/verdict.md', import.meta.url)), 'utf8');
 
-/** The field names of the README's `--json` table, in order. */
+/** The field names of the page's `--json` table, in order. */
 function documentedFields(): string[] {
-  const start = README.indexOf('### The `--json` record');
-  const section = README.slice(start, README.indexOf('\n#', start + 1));
+  const start = PAGE.indexOf('## The `--json` record');
+  const section = PAGE.slice(start, PAGE.indexOf('\n#', start + 1) === -1 ? undefined : PAGE.indexOf('\n#', start + 1));
   return [...section.matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1]!);
 }
 
@@ -49,7 +49,7 @@ function judged() {
 }
 
 describe('the --json record', () => {
-  it('has exactly the fields the README documents, in order, with schema_version first', () => {
+  it('has exactly the fields docs/verdict.md documents, in order, with schema_version first', () => {
     const fields = documentedFields();
     expect(fields[0]).toBe('schema_version');
     expect(fields.length).toBeGreaterThan(15);
