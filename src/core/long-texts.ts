@@ -1,5 +1,5 @@
 /**
- * The character cut before tokenizing (issue 22, and issue 34's stalls): a non-user message longer than
+ * The character cut before tokenizing (it bounds the tokenizer's time and the event loop's stalls): a non-user message longer than
  * the model's window could hold whatever its tokens is cut in its middle to as much text as the window
  * could ever keep of it (the sentences of the middle that name the call, core/sentence-cut.ts, then
  * head and tail), and the cut is reported per message. A user message that long can never fit (user

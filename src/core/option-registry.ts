@@ -25,7 +25,7 @@ const toolList = (emptyMeaning: string) =>
 
 /**
  * MindGuard inside the guard: the paper's defaults except the AIR threshold, calibrated to ~5% false
- * positives on the generator's validation split (method `edgearmor/mindguard`). Rechecked 2026-11-23 with the
+ * positives on the generator's validation split (method `edgearmor/mindguard`). Rechecked with the
  * current embedded model: AIR ranks poisoned above clean tool lists with ROC-AUC 0.96 there; 2.2 flags 37% of
  * poisoned calls at 0.3% false positives (1.3% on AgentDojo guard cases cut from held-out training runs).
  * `toolPoisoning.mindguard.airThreshold: 0.5` is the paper's operating point.

@@ -1,5 +1,5 @@
 /**
- * Windowed attribution (issue 32): a check that does not fit the proxy's window is scored in several
+ * Windowed attribution: a check that does not fit the proxy's window is scored in several
  * windows instead of having its tool definitions dropped or its results cut. Every window holds what
  * every call is judged against (the system prompt, the user's turns, the agent's own turns, the called
  * tool's description and the action) and a share of the rest: the other tools' descriptions and the

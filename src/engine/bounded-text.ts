@@ -1,6 +1,6 @@
 /**
  * Bounds the tokenizer's work on a guard call by the model's window instead of the input's size, and
- * keeps it interruptible (issue 22: seven tool results of 999,000 CJK characters blocked the event
+ * keeps it interruptible (seven tool results of 999,000 CJK characters blocked the event
  * loop for 42 s under `timeoutMs: 2000`):
  *
  * 1. A non-user message too long for the window whatever its tokens is cut in its middle before

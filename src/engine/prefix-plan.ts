@@ -19,7 +19,7 @@ export const DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024;
  * Default of PrefixScoreOptions.maxChunkTokens. onnxruntime-node runs a pass synchronously on the
  * calling thread, so a pass is as long as a host's event loop can be blocked: at 256 the embedded
  * model's longest pass took 32-38 ms against 99-137 ms at 512, and ten checks took no longer (4.9 s
- * against 4.5-5.4 s on onnxruntime-node, 27.9 s either way on wasm; 2026-11-26, 2 cores).
+ * against 4.5-5.4 s on onnxruntime-node, 27.9 s either way on wasm, on 2 cores).
  */
 export const DEFAULT_MAX_CHUNK_TOKENS = 256;
 

@@ -1,6 +1,6 @@
 /**
  * Rewrites that arrange a conversation so that no single untrusted result explains the proposed call
- * (issue 21's evasions), applied alike to injected and benign cases: the same injection arriving
+ * (evasions of one-span-at-a-time attribution), applied alike to injected and benign cases: the same injection arriving
  * twice, ordinary results after it, the agent's own later call repeating the attacker's value, the
  * result padded so the injection sits where a window cut falls (or padded up to the input limit on one
  * field, around it or all before it), and combinations. A guard that

@@ -2,7 +2,7 @@
  * The worker guard's heartbeat: while calls are in flight, the client pings the worker, and a
  * worker that leaves a ping unanswered for `timeoutMs` is treated as crashed. A browser Worker that
  * dies without an `error` event (killed for memory, closed from inside) gives no exit event either,
- * so without this its calls would wait until their own `timeoutMs` (issue 22).
+ * so without this its calls would wait until their own `timeoutMs`.
  */
 
 import { InvalidOptionsError } from '../core/errors.js';

@@ -1,5 +1,5 @@
 /**
- * `timeoutMs` bounds slow input (issue 22): a text longer than the model's window could ever hold is
+ * `timeoutMs` bounds slow input: a text longer than the model's window could ever hold is
  * cut before tokenizing and the cut is reported; long texts are tokenized in chunks that yield to the
  * event loop and stop on the signal, so a check answers (a verdict, or the failure policy at its
  * deadline) without freezing the host. Measured by event-loop delay, never by model speed.

@@ -1,5 +1,5 @@
 /**
- * Issue 21 on the embedded model, through the public API: the README's travel cases and a few of the
+ * Evasions of one-span-at-a-time attribution on the embedded model, through the public API: the README's travel cases and a few of the
  * generator's test cases, each rewritten to dodge one-span-at-a-time attribution (src/eval/rewrites.ts:
  * duplicate, trailing result, laundering, padding, filler and combinations). Full-size rates are
  * `npm run eval -- data/test.jsonl --rewrites all` (README, Evaluation).

@@ -1,5 +1,5 @@
 /**
- * The fault matrix on the native child-process backend (issue 34): createNodeGuard's `isolation:
+ * The fault matrix on the native child-process backend: createNodeGuard's `isolation:
  * 'process'` scorer, onnxruntime-node in a real child process, on the tiny model. The child is killed
  * (SIGKILL), aborts in native code (SIGABRT), wedges in a run that never reads its cancel (SIGSTOP, then
  * the deadline), the model file is tampered, the caller aborts, the guard is disposed: each alone and

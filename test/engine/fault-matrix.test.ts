@@ -1,5 +1,5 @@
 /**
- * The fault matrix through the worker API (issue 22): worker killed, worker throws, model file
+ * The fault matrix through the worker API: worker killed, worker throws, model file
  * tampered, GPU device lost (simulated: no GPU here, so the worker's first check answers as the engine
  * does when onnxruntime reports a lost device), abort, timeout and dispose mid-check, each alone and with
  * two other calls in flight.

@@ -1,5 +1,5 @@
 /**
- * Small hand-written MCP cases on the embedded model at the shipped defaults (issue 32): real reference
+ * Small hand-written MCP cases on the embedded model at the shipped defaults: real reference
  * servers' tools (filesystem, GitHub, an email tool). A description that sets an argument value the user
  * never asked for (argument-only poisoning, A2) is blocked and read as data flow, naming the poisoned tool;
  * the same conversation with all-clean descriptions and the call the user asked for is allowed.

@@ -1,5 +1,5 @@
 /**
- * createNodeGuard's `isolation: 'process'` (issue 34): onnxruntime-node scores in a child process behind
+ * createNodeGuard's `isolation: 'process'`: onnxruntime-node scores in a child process behind
  * the core's Scorer port. The verdict is the in-process one; a child killed mid-check costs that check
  * (the failure policy) and the next check gets a model verdict from a new child; an abort reaches the
  * child; where no child can be started (Node's permission model) wasm runs in a worker thread, or where

@@ -1,5 +1,5 @@
 /**
- * Properties of the public API (issue 22): whatever a caller passes to `check()`, valid or not, with
+ * Properties of the public API: whatever a caller passes to `check()`, valid or not, with
  * any JSON in arguments, text from every Unicode plane, lone surrogates and control-token strings
  * (`<|user|>`, `<|end|>`...) in every text slot, the only outcomes are a verdict or a typed
  * EdgeArmorError: never a hang, a crash or an untyped error. Seeded and bounded to stay fast, on the

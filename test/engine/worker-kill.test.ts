@@ -1,5 +1,5 @@
 /**
- * Killing the guard's worker mid-check never takes the host down (issue 22): a host process runs a
+ * Killing the guard's worker mid-check never takes the host down: a host process runs a
  * worker guard in node:worker_threads, a fault lands while checks are in flight, and the host must
  * exit 0 having printed a failure-policy verdict (or the caller's own abort/dispose rejection) for
  * every call, and a model verdict for the next check. onnxruntime-node aborted such a host with

@@ -54,7 +54,7 @@ interface ModelEntry {
 const Q4_LOGPROB_BOUND_TINY = 3.0;
 const Q4_ATTENTION_BOUND_TINY = 0.35;
 /**
- * The trained embedded proxy, measured (model_q4.onnx vs fp32 PyTorch, both backends, the 2026-11-23 sv7ns-s7
+ * The trained embedded proxy, measured (model_q4.onnx vs fp32 PyTorch, both backends, the shipped sv7ns-s7
  * weights): max |log-prob diff| 1.62 over every next-token log-prob of the golden sequences (all 4,096
  * vocabulary entries, so mostly the unlikely tail), max |attention diff| 0.136; earlier weights measured
  * 1.28 / 0.156 and 1.79 / 0.187, and the bounds (kept for all) leave 25-80% headroom. What the guard reads is checked in

@@ -1,5 +1,5 @@
 /**
- * Issue 21's evasions, decided in the core with hand-made scores (no model): groups of untrusted spans
+ * Evasions of one-span-at-a-time attribution, decided in the core with hand-made scores (no model): groups of untrusted spans
  * ablated together, laundering through the agent's own later calls, and a window cut that keeps the
  * sentences naming the call. The embedded model's side is test/engine/evasion-embedded.test.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * The MCP evaluation set (lab/eval/mcp_sets.py, issue 32): the choosing and reporting halves share no server and
+ * The MCP evaluation set (lab/eval/mcp_sets.py): the choosing and reporting halves share no server and
  * no schema, report servers were never trained on, clients hold 10-30 real tools, and every injected case has a
  * benign twin. The checks are Python's own unittest (standard library only, on ../shared/datasets); this runs
  * them in the suite and reads a small generated set with the evaluation's own case reader.

@@ -1,4 +1,4 @@
-/** The adversarial rewrites of issue 21 (src/eval/rewrites.ts): what each does to a case, on the README's travel cases. */
+/** The adversarial rewrites (src/eval/rewrites.ts): what each does to a case, on the README's travel cases. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';

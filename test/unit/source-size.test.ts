@@ -3,7 +3,7 @@ import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const SRC = join(import.meta.dirname, '../../src');
-// A file past this is doing more than one thing (issue 20).
+// A file past this is doing more than one thing.
 const MAX_LINES = 400;
 const EXEMPT: string[] = [];
 

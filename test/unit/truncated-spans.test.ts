@@ -61,7 +61,7 @@ describe('truncatedSpans', () => {
     expect(judged({ truncatedSpans: 'fail' }, { droppedToolDefinitions: false, shortenedMessages: { 3: 10 } })).toMatchObject({ reason: 'model' });
   });
 
-  it("'fail' counts dropped tool definitions as truncation (issue 32: never a silent drop); 'report' lists them", () => {
+  it("'fail' counts dropped tool definitions as truncation (never a silent drop); 'report' lists them", () => {
     const dropped = { droppedToolDefinitions: true, shortenedMessages: {} };
     const failed = judged({ truncatedSpans: 'fail' }, dropped);
     expect(failed).toMatchObject({ reason: 'failure-policy', decision: 'block', error: { code: 'context-too-long' }, truncation: { droppedToolDefinitions: true } });

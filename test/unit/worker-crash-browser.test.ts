@@ -1,5 +1,5 @@
 /**
- * A browser Worker that dies gives no exit event (issue 22): in-flight calls must not wait for
+ * A browser Worker that dies gives no exit event: in-flight calls must not wait for
  * `timeoutMs`. Client level, with a fake browser Worker (postMessage / addEventListener /
  * terminate over a MessageChannel, the browser API and nothing of Node's): an `error` event, or a
  * worker gone silent (the heartbeat), ends that worker, and every in-flight check is sent once more to
