@@ -26,6 +26,7 @@ import { resolveOptions } from '../core/options.js';
 import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
 import { iterateCases } from '../scenarios/index.js';
 import { holdoutSize, measureCheckSeconds, readHoldoutCases, scoreAll } from './holdout.js';
+import { measureTorch, slowTorchAdvice } from './machine.js';
 import { findPython, runPython } from './python.js';
 import { callSites, readTraffic, type CallSite, type Conversation, type TrafficFormat } from './traffic.js';
 import { MIN_ADAPT_CONVERSATIONS, type AdaptOptions, type AdaptProgress, type AdaptReport, type ScreenedCall } from './types.js';
@@ -86,6 +87,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     );
   }
   const python = findPython(options.python);
+  const machine = measureTorch(python, threads);
+  progress({ stage: 'machine', matmulGflops: machine.matmulGflops, blas: machine.blas, warning: slowTorchAdvice(machine), minutesLeft: left() });
   const formats: Partial<Record<TrafficFormat, number>> = {};
   for (const c of conversations) formats[c.format] = (formats[c.format] ?? 0) + 1;
   const order = shuffled(withCalls, seed);
@@ -267,6 +270,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
       generator,
       chosen: { userWeight: adaptedPoint.userWeight, tau: adaptedPoint.tau, targetFpr },
       minutes: { screen: screenMinutes, train: trainWallMinutes, score: scoreMinutes, total: minutesSince(start), budget },
+      machine,
     };
     if (report.written) {
       mkdirSync(out, { recursive: true });

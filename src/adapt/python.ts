@@ -26,12 +26,17 @@ export function findPython(explicit?: string): string {
   });
 }
 
+/** The environment Python trains in: its thread count, and Debian's OpenMP OpenBLAS ahead of the reference BLAS where it is installed. */
+export function pythonEnv(threads: number): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1', OMP_NUM_THREADS: String(threads) };
+  if (existsSync(OPENBLAS)) env['LD_LIBRARY_PATH'] = `${OPENBLAS}${env['LD_LIBRARY_PATH'] ? `:${env['LD_LIBRARY_PATH']}` : ''}`;
+  return env;
+}
+
 /** Runs model/adapt.py, passing its JSON progress lines on; SIGINT (the signal) stops training and keeps the best step. */
 export function runPython(python: string, args: string[], threads: number, log: string, onLine: (event: Record<string, unknown>) => void, signal?: AbortSignal): Promise<void> {
   return new Promise((resolvePromise, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1', OMP_NUM_THREADS: String(threads) };
-    if (existsSync(OPENBLAS)) env['LD_LIBRARY_PATH'] = `${OPENBLAS}${env['LD_LIBRARY_PATH'] ? `:${env['LD_LIBRARY_PATH']}` : ''}`;
-    const child = spawn(python, [join(PACKAGE_ROOT, 'model', 'adapt.py'), ...args], { cwd: join(PACKAGE_ROOT, 'model'), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(python, [join(PACKAGE_ROOT, 'model', 'adapt.py'), ...args], { cwd: join(PACKAGE_ROOT, 'model'), env: pythonEnv(threads), stdio: ['ignore', 'pipe', 'pipe'] });
     const logStream = createWriteStream(log);
     let buffer = '';
     const stderrTail: string[] = [];

@@ -1,6 +1,7 @@
 /** The types of `edgearmor adapt`: its options, its progress events and adapt-report.json. */
 import type { OperatingPoint } from '../core/calibration.js';
 import type { FamiliarityCount } from '../core/familiarity.js';
+import type { TorchSpeed } from './machine.js';
 import type { TrafficFormat } from './traffic.js';
 
 /** Fewest conversations with a tool call after a user message that adaptation takes (`minConversations`'s default). */
@@ -56,7 +57,9 @@ export interface AdaptOptions {
 export type AdaptProgress =
   | { stage: 'screen' | 'score'; done: number; total: number; minutesLeft: number }
   | { stage: 'train'; step: number; minutes: number; budgetMinutes: number; loss: number | null; minutesLeft: number }
-  | { stage: 'python'; detail: string; minutesLeft: number };
+  | { stage: 'python'; detail: string; minutesLeft: number }
+  /** torch's measured matrix multiply speed; `warning` says when it is too slow to train in the budget, and the fix. */
+  | { stage: 'machine'; matmulGflops: number; blas: string; warning: string | null; minutesLeft: number };
 
 /** A call the base guard blocked in the training traffic (no traffic text: line, call position, tool, reason). */
 export interface ScreenedCall {
@@ -120,4 +123,6 @@ export interface AdaptReport {
   generator: { cases: number; base: { tpr: number; fpr: number }; adapted: { tpr: number; fpr: number } } | null;
   chosen: { userWeight: number; tau: number; targetFpr: number };
   minutes: { screen: number; train: number; score: number; total: number; budget: number };
+  /** torch's matrix multiply speed on this machine, measured before training. */
+  machine: TorchSpeed;
 }

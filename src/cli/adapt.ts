@@ -100,6 +100,7 @@ function progressLine(e: AdaptProgress): string {
   const left = `${e.minutesLeft.toFixed(1)} min left`;
   if (e.stage === 'train') return `adapt: training step ${e.step}, ${e.minutes.toFixed(1)}/${e.budgetMinutes.toFixed(1)} min${e.loss === null ? '' : `, loss ${e.loss.toFixed(3)}`}; ${left}`;
   if (e.stage === 'python') return `adapt: ${e.detail}; ${left}`;
+  if (e.stage === 'machine') return e.warning === null ? `adapt: torch multiplies at ${e.matmulGflops.toFixed(1)} GFLOP/s (BLAS: ${e.blas}); ${left}` : `adapt: WARNING: ${e.warning}`;
   return `adapt: ${e.stage === 'screen' ? 'screening' : 'scoring held-out'} ${e.done}/${e.total}; ${left}`;
 }
 
@@ -168,7 +169,8 @@ export async function adaptCommand(args: string[]): Promise<void> {
       signal: controller.signal,
       onProgress: (e) => {
         const now = Date.now();
-        if (now - lastProgress < 5000 && !(e.stage !== 'train' && e.stage !== 'python' && e.done === e.total)) return;
+        const final = e.stage === 'machine' || ((e.stage === 'screen' || e.stage === 'score') && e.done === e.total);
+        if (now - lastProgress < 5000 && !final) return;
         lastProgress = now;
         process.stderr.write(`${progressLine(e)}\n`);
       },

@@ -87,6 +87,10 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     });
     expect(events.some((e) => e.stage === 'screen')).toBe(true);
     expect(events.some((e) => e.stage === 'train')).toBe(true);
+    // torch's speed is measured before anything is planned, and reported with the same numbers.
+    const machine = events.find((e) => e.stage === 'machine');
+    expect(machine).toMatchObject({ stage: 'machine', matmulGflops: report.machine.matmulGflops, blas: report.machine.blas });
+    expect(report.machine.matmulGflops).toBeGreaterThan(0);
     // The table's step count comes from the training log.
     expect(report.training['steps_done']).toBeGreaterThan(0);
     expect(reportTable(report, out)).toMatch(new RegExp(`training: [\\d.]+ min, ${String(report.training['steps_done'])} steps, `));

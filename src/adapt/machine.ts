@@ -1,0 +1,57 @@
+/**
+ * What torch's matrix multiply does on this machine, measured before adapt plans its training. A torch
+ * linked against the reference BLAS (a Debian machine without an optimised BLAS package) multiplies about
+ * forty times slower than one on OpenBLAS or MKL, and adapt would silently train forty times less in the
+ * same minutes; measured first, the user is told and given the fix.
+ */
+import { spawnSync } from 'node:child_process';
+import { pythonEnv } from './python.js';
+
+/** The measurement: fp32 GFLOP/s of a 512 x 512 matrix multiply at adapt's thread count, and torch's BLAS. */
+export interface TorchSpeed {
+  matmulGflops: number;
+  /** torch's BLAS as `torch.__config__.show()` names it (`open`, `mkl`...), or 'unknown'. */
+  blas: string;
+  threads: number;
+}
+
+/**
+ * Below this, torch is not on an optimised BLAS: OpenBLAS gives 8-60 GFLOP/s on 2 cores of this class of
+ * machine, shared or not, and the reference BLAS 0.5-1.5.
+ */
+export const SLOW_MATMUL_GFLOPS = 3;
+
+const PROBE = `
+import json, re, time, torch
+torch.set_num_threads(int(__import__('os').environ.get('OMP_NUM_THREADS', '1')))
+a = torch.randn(512, 512); b = torch.randn(512, 512)
+for _ in range(3): a @ b
+n, t = 0, time.perf_counter()
+while time.perf_counter() - t < 0.5:
+    a @ b; n += 1
+dt = time.perf_counter() - t
+m = re.search(r"BLAS_INFO=(\\w+)", torch.__config__.show())
+print(json.dumps({"gflops": 2 * 512 ** 3 * n / dt / 1e9, "blas": m.group(1) if m else "unknown"}))
+`;
+
+/** Measures torch's matrix multiply with the environment adapt trains in (half a second). */
+export function measureTorch(python: string, threads: number): TorchSpeed {
+  const r = spawnSync(python, ['-c', PROBE], { env: pythonEnv(threads), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+  const line = (r.stdout ?? '').trim().split('\n').pop() ?? '';
+  try {
+    const parsed = JSON.parse(line) as { gflops: number; blas: string };
+    return { matmulGflops: parsed.gflops, blas: parsed.blas, threads };
+  } catch {
+    return { matmulGflops: Number.NaN, blas: 'unknown', threads };
+  }
+}
+
+/** What to tell a user whose torch multiplies slowly, with the fix, or null when it is fast enough. */
+export function slowTorchAdvice(speed: TorchSpeed): string | null {
+  if (Number.isNaN(speed.matmulGflops)) return 'could not measure torch\'s matrix multiply speed; training may be slow (see the log)';
+  if (speed.matmulGflops >= SLOW_MATMUL_GFLOPS) return null;
+  return (
+    `torch multiplies matrices at ${speed.matmulGflops.toFixed(1)} GFLOP/s on ${speed.threads} threads (BLAS: ${speed.blas}), below the ${SLOW_MATMUL_GFLOPS} an optimised BLAS gives: ` +
+    'training will reach a small fraction of the steps the budget allows. Fix: on Debian/Ubuntu apt-get install libopenblas0-openmp; elsewhere a pip install of torch brings its own fast BLAS (then EDGEARMOR_PYTHON=/path/to/python3)'
+  );
+}
