@@ -113,7 +113,7 @@ export default defineConfig({
     conditions: ['onnxruntime-web-use-extern-wasm', ...defaultClientConditions],
     alias: {
       // The engine imports onnxruntime-node only for the Node backend, which browsers never select.
-      'onnxruntime-node': resolve(ROOT, 'src/demo/stubs/onnxruntime-node.ts'),
+      'onnxruntime-node': resolve(ROOT, 'src/browser-stubs/onnxruntime-node.ts'),
     },
   },
   optimizeDeps: {

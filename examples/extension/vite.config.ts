@@ -46,7 +46,7 @@ export default defineConfig({
   publicDir: resolve(HERE, 'static'),
   resolve: {
     conditions: ['onnxruntime-web-use-extern-wasm', ...defaultClientConditions],
-    alias: { 'onnxruntime-node': resolve(ROOT, 'src/demo/stubs/onnxruntime-node.ts') },
+    alias: { 'onnxruntime-node': resolve(ROOT, 'src/browser-stubs/onnxruntime-node.ts') },
   },
   worker: { format: 'es' },
   build: {

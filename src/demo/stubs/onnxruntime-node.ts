@@ -1,3 +1,0 @@
-/** Browser stand-in for onnxruntime-node: the engine selects the 'node' backend only in Node. */
-throw new Error('onnxruntime-node is not available in a browser; use backend "wasm" or "webgpu".');
-export {};
