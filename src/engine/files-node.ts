@@ -242,6 +242,11 @@ export async function buildManifest(dir: string, name?: string, hubTree?: readon
   return { files, model: name ?? basename(resolve(dir)), created_by: hubTree ? 'edgearmor manifest --hub-tree' : 'edgearmor manifest' };
 }
 
+/** A manifest's file map in sorted order, as buildManifest and model/manifest.py write it. */
+export function sortedFiles(files: ModelManifest['files']): ModelManifest['files'] {
+  return Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
 /**
  * Writes a model directory's guard-options.json (validated as the loader will) and pins it in the
  * directory's manifest.json, leaving every other entry as it is; returns the file's path.
@@ -257,9 +262,7 @@ export async function writeModelOptions(dir: string, options: ModelOptions, meta
   const bytes = new TextEncoder().encode(modelOptionsFileText(options, meta));
   const path = join(dir, MODEL_OPTIONS_FILE);
   await writeFile(path, bytes);
-  const files = { ...manifest.files, [MODEL_OPTIONS_FILE]: { sha256: sha256(bytes), size: bytes.byteLength } };
-  // Sorted, as buildManifest writes it.
-  manifest.files = Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  manifest.files = sortedFiles({ ...manifest.files, [MODEL_OPTIONS_FILE]: { sha256: sha256(bytes), size: bytes.byteLength } });
   await writeFile(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
   return path;
 }
