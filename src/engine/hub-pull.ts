@@ -14,7 +14,7 @@ import { InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import type { HubSource, ModelManifest, ModelVariant } from '../core/runtime-options.js';
 import { defaultCacheDir, sortedFiles, verifyAgainstHub, type FileDigest, type HubTreeEntry } from './files-node.js';
 import { downloadFile, hubGet, type HubClient, type HubFailure } from './hub-download.js';
-import { isModelVariant, VARIANT_FILES, variantWeightPaths } from './model-files.js';
+import { CHAT_TEMPLATE_FILE, isModelVariant, VARIANT_FILES, variantWeightPaths } from './model-files.js';
 
 /** The hub huggingface_hub uses when HF_ENDPOINT is not set. */
 export const DEFAULT_HUB_ENDPOINT = 'https://huggingface.co';
@@ -59,7 +59,7 @@ export interface PulledModel extends HubSource {
 
 /** Files a model directory has besides its weights: what the guard reads, then what describes the model further. */
 const REQUIRED_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json'];
-const OPTIONAL_FILES = ['generation_config.json', 'special_tokens_map.json', 'chat_template.jinja'];
+const OPTIONAL_FILES = ['generation_config.json', 'special_tokens_map.json', CHAT_TEMPLATE_FILE];
 const MAX_REPO_ID_LENGTH = 96;
 const DEFAULT_RETRIES = 5;
 const LOCK_FILE = '.pull.lock';

@@ -36,6 +36,9 @@ export interface LocalModelFile {
 /** An external data file of the onnx file, by the name the graph uses: its bytes, or (Node) the verified file on disk. */
 export type ExternalDataFile = { path: string; data: Uint8Array } | { path: string; local: LocalModelFile };
 
+/** A model's chat template in a file of its own (as newer transformers versions save it), read when the manifest pins it. */
+export const CHAT_TEMPLATE_FILE = 'chat_template.jinja';
+
 /** onnx file of each variant, in the transformers.js / onnx-community layout. */
 export const VARIANT_FILES: Readonly<Record<ModelVariant, string>> = Object.freeze({
   fp32: 'onnx/model.onnx',
@@ -131,7 +134,7 @@ function weightFiles(manifest: ModelManifest, variant: ModelVariant): string[] {
 
 /** Every file a guard reads from a model directory for `variant` (what a build ships), manifest.json first. */
 export function filesForVariant(manifest: ModelManifest, variant: ModelVariant): string[] {
-  const listed = ['config.json', 'tokenizer.json', 'tokenizer_config.json', MODEL_OPTIONS_FILE].filter((f) => manifest.files[f] !== undefined);
+  const listed = ['config.json', 'tokenizer.json', 'tokenizer_config.json', CHAT_TEMPLATE_FILE, MODEL_OPTIONS_FILE].filter((f) => manifest.files[f] !== undefined);
   return ['manifest.json', ...listed, ...weightFiles(manifest, variant).filter((f) => manifest.files[f] !== undefined)];
 }
 
@@ -204,13 +207,15 @@ async function openManifest(
 }
 
 async function readTokenizerFiles(manifest: ModelManifest, get: (path: string) => Promise<Uint8Array>, read: FileReader): Promise<TokenizerModelFiles> {
-  const [config, tokenizerJson, tokenizerConfig, modelOptions] = await Promise.all([
+  const [config, tokenizerJson, tokenizerConfig, modelOptions, template] = await Promise.all([
     get('config.json').then((b) => parseJson('config.json', b)),
     get('tokenizer.json').then((b) => parseJson('tokenizer.json', b)),
     get('tokenizer_config.json').then((b) => parseJson('tokenizer_config.json', b)),
     readModelOptions(manifest, get, read),
+    manifest.files[CHAT_TEMPLATE_FILE] ? get(CHAT_TEMPLATE_FILE).then((b) => new TextDecoder().decode(b)) : null,
   ]);
-  return { manifest, config, tokenizerJson, tokenizerConfig, modelOptions };
+  // Newer exports keep the template in its own file, which transformers prefers to tokenizer_config.json's.
+  return { manifest, config, tokenizerJson, tokenizerConfig: template === null ? tokenizerConfig : { ...tokenizerConfig, chat_template: template }, modelOptions };
 }
 
 /** The model's guard-options.json when its manifest pins it; one in the directory that the manifest does not pin is refused. */
