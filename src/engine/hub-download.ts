@@ -3,7 +3,7 @@
  * turned into one-line typed errors, and downloads of one file that resume where an earlier attempt
  * stopped (HTTP Range), hashing as they write so no file is read twice.
  */
-import { open, rm, stat } from 'node:fs/promises';
+import { open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { IntegrityError, ModelLoadError, type EdgeArmorError } from '../core/errors.js';
 import { createDigester, streamFile, type FileDigest } from './files-node.js';
@@ -44,7 +44,7 @@ export async function hubGet(client: HubClient, url: string, what: string, expla
     response = await client.fetch(url, { headers: { ...client.headers, ...headers }, redirect: 'follow', ...(client.signal ? { signal: client.signal } : {}) });
   } catch (e) {
     if (aborted(client, e)) throw e;
-    throw new ModelLoadError(`cannot reach the hub at ${client.endpoint} (${networkCause(e)}) while fetching ${what}; check HF_ENDPOINT and the network`, { endpoint: client.endpoint, url });
+    throw new ModelLoadError(`cannot reach the hub at ${client.endpoint} (${networkCause(e)}) while fetching ${what}; check HF_ENDPOINT and the network`, { endpoint: client.endpoint, url, network: true }, { cause: e });
   }
   if (response.ok || response.status === 416) return response;
   await response.body?.cancel().catch(() => undefined);
@@ -76,6 +76,11 @@ export interface DownloadTarget {
 /** A connection that ended before the file did. */
 class DroppedError extends Error {}
 
+/** fetch's error for a body cut short: a TypeError ("terminated") carrying the socket's error. */
+function droppedBody(e: unknown): boolean {
+  return e instanceof TypeError && (e as { cause?: unknown }).cause !== undefined;
+}
+
 /** The pause before retrying a connection that brought no bytes at all (a refused or reset one): a hub that is restarting gets a moment. */
 const RETRY_PAUSE_MS = 1_000;
 
@@ -97,23 +102,31 @@ export async function downloadFile(client: HubClient, target: DownloadTarget): P
     have = await streamFile(target.file, (chunk) => digester.update(chunk));
     target.onBytes(have);
   }
+  // An empty file needs no request, but must exist.
+  if (target.size === 0) await (await open(target.file, 'w')).close();
   let failures = 0;
+  const giveUp = (why: string) =>
+    new ModelLoadError(`the download of "${target.name}" from ${client.endpoint} stopped after ${have} of ${target.size} bytes (${why}); run the same command again to resume it`, {
+      file: target.name,
+      loadedBytes: have,
+      totalBytes: target.size,
+    });
   while (have < target.size) {
-    const response = await hubGet(client, target.url, `"${target.name}"`, target.explain, have > 0 ? { range: `bytes=${have}-` } : {});
-    const from = response.status === 206 ? Number(/^bytes (\d+)-/.exec(response.headers.get('content-range') ?? '')?.[1]) : 0;
-    if (response.status === 416 || from !== have) {
-      // The server sends the file from its start (it ignored Range), or other bytes than asked: start over.
-      digester = restart();
-      have = 0;
-      if (response.status === 416 || response.status === 206) {
-        await response.body?.cancel().catch(() => undefined);
-        await rm(target.file, { force: true });
-        continue;
-      }
-    }
     const before = have;
-    const handle = await open(target.file, have === 0 ? 'w' : 'a');
+    let handle: FileHandle | undefined;
     try {
+      const response = await hubGet(client, target.url, `"${target.name}"`, target.explain, have > 0 ? { range: `bytes=${have}-` } : {});
+      const from = response.status === 206 ? Number(/^bytes (\d+)-/.exec(response.headers.get('content-range') ?? '')?.[1]) : 0;
+      if (response.status === 416 || from !== have) {
+        // The server sends the file from its start (it ignored Range), or other bytes than asked: start over.
+        digester = restart();
+        have = 0;
+        if (response.status !== 200) {
+          await response.body?.cancel().catch(() => undefined);
+          throw new DroppedError(`the server answered a Range request with other bytes (HTTP ${response.status})`);
+        }
+      }
+      handle = await open(target.file, have === 0 ? 'w' : 'a');
       for await (const chunk of (response.body ?? []) as unknown as AsyncIterable<Uint8Array>) {
         if (have + chunk.byteLength > target.size) {
           throw new IntegrityError(`"${target.name}" is longer than the ${target.size} bytes the hub lists: the download is corrupt or was modified, which may indicate tampering`, { file: target.name });
@@ -126,19 +139,14 @@ export async function downloadFile(client: HubClient, target: DownloadTarget): P
       if (have < target.size) throw new DroppedError('the server ended the file early');
       await handle.sync();
     } catch (e) {
-      if (e instanceof IntegrityError || aborted(client, e)) throw e;
+      // Retried: a dropped or refused connection. Not: the caller's abort, a bad file, an HTTP answer (404, 403...).
+      const refused = e instanceof ModelLoadError && e.details['network'] === true;
+      if (!(e instanceof DroppedError || refused || droppedBody(e)) || aborted(client, e)) throw e;
       failures += 1;
-      if (failures > target.retries) {
-        const why = e instanceof DroppedError ? e.message : networkCause(e);
-        throw new ModelLoadError(`the download of "${target.name}" from ${client.endpoint} stopped after ${have} of ${target.size} bytes (${why}); run the same command again to resume it`, {
-          file: target.name,
-          loadedBytes: have,
-          totalBytes: target.size,
-        });
-      }
+      if (failures > target.retries) throw giveUp(e instanceof DroppedError ? e.message : networkCause(refused ? e.cause : e));
       if (have === before) await delay(RETRY_PAUSE_MS, undefined, client.signal ? { signal: client.signal } : {});
     } finally {
-      await handle.close();
+      await handle?.close();
     }
   }
   return digester.digest();
