@@ -252,6 +252,7 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
   const token = options.token === undefined ? process.env['HF_TOKEN'] || null : options.token;
   const client: HubClient = { endpoint, fetch: options.fetch ?? globalThis.fetch, headers: token ? { authorization: `Bearer ${token}` } : {}, signal: options.signal };
 
+  const reasons = hubReasons(repo, revision, client);
   const commit = await resolveCommit(client, repo, revision);
   const dir = resolve(options.outDir ?? join(options.cacheDir ?? defaultCacheDir(), 'models', repo.replace('/', '--'), commit, variant));
   const source: HubSource = { repo, revision, commit, endpoint: publicEndpoint(endpoint) };
@@ -272,7 +273,9 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
       const resolveUrl = `${endpoint}/${repo}/resolve/${commit}/${entry.path.split('/').map(encodeURIComponent).join('/')}`;
       const report = (loadedBytes: number) => options.onProgress?.({ type: 'file', file: entry.path, index, count: wanted.length, loadedBytes, totalBytes: entry.size! });
       report(0);
-      const digest = await downloadFile(client, { name: entry.path, url: resolveUrl, file, size: entry.size!, gitBlob: !entry.lfs, retries, onBytes: report, explain: hubReasons(repo, revision, client) });
+      const explain = (f: HubFailure) =>
+        f.code === 'EntryNotFound' ? new ModelLoadError(`"${entry.path}" is in the hub's listing of "${repo}" at ${commit}, but ${endpoint} does not serve it (HTTP ${f.status})`, { repo, file: entry.path }) : reasons(f);
+      const digest = await downloadFile(client, { name: entry.path, url: resolveUrl, file, size: entry.size!, gitBlob: !entry.lfs, retries, onBytes: report, explain });
       try {
         verifyAgainstHub(entry.path, digest, entry);
       } catch (e) {
