@@ -16,6 +16,7 @@ import { fail, guardOptionsFrom, GUARD_FLAGS, optionFlagsUsage, REMOTE_PROXY_USA
 import { verdictRecord } from '../core/verdict-record.js';
 import type { HubTreeEntry } from '../engine/files-node.js';
 import { adaptHint, explainVerdict, modelOptionsLine, verdictTable } from './report.js';
+import { PULL_USAGE } from './pull.js';
 
 const USAGE = `usage: edgearmor check <cases.json|cases.jsonl> [options]
        edgearmor eval <cases.jsonl> [...] [options]   (see edgearmor eval --help)
@@ -51,7 +52,9 @@ edgearmor manifest <dir> [--name <model name>] [--hub-tree <tree.json>]
   Writes <dir>/manifest.json (SHA-256 and size of every file) to pin a model or tokenizer directory
   you downloaded; EdgeArmor refuses any file that differs from it. With --hub-tree (the JSON of
   https://huggingface.co/api/models/<repo>/tree/<revision>?recursive=true), every file must first
-  match the hash the hub records for it.`;
+  match the hash the hub records for it.
+
+${PULL_USAGE}`;
 
 export { readCases, type NumberedCase } from './case-file.js';
 
@@ -258,13 +261,15 @@ export async function main(argv: string[]): Promise<void> {
         const { adaptCommand } = await import('./adapt.js');
         return await adaptCommand(rest);
       }
+      case 'pull':
+        return await (await import('./pull.js')).pullCommand(rest);
       case undefined:
       case '-h':
       case '--help':
         process.stdout.write(`${USAGE}\n`);
         return;
       default:
-        fail(`unknown command "${command}"; allowed: check, eval, adapt, serve-proxy, manifest`);
+        fail(`unknown command "${command}"; allowed: check, eval, adapt, pull, serve-proxy, manifest`);
     }
   } catch (e) {
     if (e instanceof EdgeArmorError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) fail((e as Error).message);

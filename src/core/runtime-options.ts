@@ -22,6 +22,17 @@ export type ModelVariant = NonNullable<ModelRuntimeOptions['modelVariant']>;
 export interface ModelManifest {
   model: string;
   files: Record<string, { sha256: string; size: number }>;
+  /** Where the files came from, for a model fetched with `edgearmor pull`; loading never reads it. */
+  hub?: HubSource;
+}
+
+/** A pulled model's origin: the hub repository, the revision asked for and the commit it resolved to (what the files are pinned to). */
+export interface HubSource {
+  repo: string;
+  revision: string;
+  commit: string;
+  /** The hub's base URL (HF_ENDPOINT), without credentials. */
+  endpoint: string;
 }
 
 /** How the engine runs a check's variants: 'prefix' or 'naive', or 'auto' to pick one by backend (RUNTIME_OPTIONS.scoring). */

@@ -2,7 +2,7 @@
  * The proxy engine: turns a structured context and its ablation variants into action-token
  * log-probs (and attention rows for the full context) with one batched run of the model.
  */
-import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
+import { IntegrityError, InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { maxFittingChars } from '../core/long-texts.js';
 import { validateRuntimeOptions, type ModelRuntimeOptions, type ScoringMode } from '../core/runtime-options.js';
 import type { Scorer, ScoreRequest } from '../core/scorer-port.js';
@@ -245,6 +245,8 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
         gpuBufferOutputs: presentOutputNames(dims),
       });
     } catch (e) {
+      // A model file that changed after it was verified is not a backend's failure: no other backend may read it.
+      if (e instanceof IntegrityError) throw e;
       throw new ModelLoadError(`could not create an onnxruntime session on backend "${options.backend}": ${(e as Error).message}`, {
         backend: options.backend,
       });
@@ -262,6 +264,7 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
       session = await open(adaptation.model);
       source = 'adapter';
     } catch (e) {
+      if (e instanceof IntegrityError) throw e;
       attentionUnavailable = `the attention adapter's graph did not load (${(e as Error).message})`;
     }
   } else if (!adaptation.native) {

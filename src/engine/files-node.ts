@@ -2,13 +2,14 @@
  * Node-only model file access: reading a model directory, and where the embedded model lives.
  */
 import { createHash } from 'node:crypto';
-import { access, mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { createReadStream, type Stats } from 'node:fs';
+import { access, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { IntegrityError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { MODEL_OPTIONS_FILE, modelOptionsFileText, type ModelOptions } from '../core/model-options.js';
-import { withManifest, type FileReader, type ModelManifest } from './model-files.js';
+import { withManifest, type FileReader, type LocalModelFile, type ModelManifest } from './model-files.js';
 
 /** The embedded default model's name. */
 export const EMBEDDED_MODEL_NAME = 'edgearmor-proxy';
@@ -24,6 +25,62 @@ export function embeddedModelDir(): string {
 /** Hex SHA-256 of bytes, synchronously (node:crypto). */
 function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** A file's SHA-256 and size, and its git blob SHA-1 when asked for. */
+export interface FileDigest {
+  sha256: string;
+  size: number;
+  gitSha1?: string;
+}
+
+/** Digests bytes fed in pieces: SHA-256, and git's blob SHA-1 when the total size is known up front (`blob <size>\0` comes first). */
+export function createDigester(gitBlobSize?: number): { update(chunk: Uint8Array): void; digest(): FileDigest } {
+  const sha = createHash('sha256');
+  const sha1 = gitBlobSize === undefined ? undefined : createHash('sha1').update(`blob ${gitBlobSize}\0`);
+  let size = 0;
+  return {
+    update(chunk) {
+      sha.update(chunk);
+      sha1?.update(chunk);
+      size += chunk.byteLength;
+    },
+    // A size other than the announced one makes the blob id meaningless: it then matches no record.
+    digest: () => ({ sha256: sha.digest('hex'), size, ...(sha1 ? { gitSha1: size === gitBlobSize ? sha1.digest('hex') : `(${size} bytes, not ${gitBlobSize})` } : {}) }),
+  };
+}
+
+/** Bytes per read when hashing a file: large reads keep a multi-GiB hash near the hash's own speed. */
+const HASH_READ_BYTES = 1 << 20;
+
+/** Feeds a file's bytes (from `start`) to `update` as a stream, in constant memory whatever its size; returns how many it read. */
+export async function streamFile(path: string, update: (chunk: Uint8Array) => void, start = 0): Promise<number> {
+  let read = 0;
+  for await (const chunk of createReadStream(path, { start, highWaterMark: HASH_READ_BYTES }) as AsyncIterable<Buffer>) {
+    update(chunk);
+    read += chunk.byteLength;
+  }
+  return read;
+}
+
+/** A file's digest, read as a stream: files of any size (readFile stops at 2 GiB); `gitBlob` adds git's blob SHA-1. */
+export async function hashFile(path: string, options: { gitBlob?: boolean } = {}): Promise<FileDigest> {
+  const digester = createDigester(options.gitBlob ? (await stat(path)).size : undefined);
+  await streamFile(path, (chunk) => digester.update(chunk));
+  return digester.digest();
+}
+
+/** What identifies one version of a file: a replaced file has another inode, a written one another ctime. */
+function fingerprint(s: Stats): string {
+  return `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
+}
+
+/** A file on disk, hashed as a stream, with a check that it is still the version hashed; throws when it changed while being hashed. */
+async function localFile(file: string): Promise<LocalModelFile> {
+  const before = fingerprint(await stat(file));
+  const { sha256, size } = await hashFile(file);
+  if (fingerprint(await stat(file)) !== before) throw new IntegrityError(`model file "${file}" changed while it was being verified, which may indicate tampering`, { file });
+  return { file, sha256, size, unchanged: async () => fingerprint(await stat(file)) === before };
 }
 
 /** Where Node keeps model files fetched from a URL: $XDG_CACHE_HOME/edgearmor, else ~/.cache/edgearmor. */
@@ -91,16 +148,24 @@ export function urlReader(baseUrl: string, options: UrlReaderOptions = {}): File
   return options.manifest ? withManifest(read, options.manifest) : read;
 }
 
-/** Reads model files from a local directory; `has` lets the loader see files the manifest does not pin. */
+/**
+ * Reads model files from a local directory; `has` lets the loader see files the manifest does not pin,
+ * and `local` hashes a file where it lies, for weights handed to onnxruntime by path.
+ */
 export function directoryReader(dir: string): FileReader {
+  const cannot = (path: string, e: unknown) => new ModelLoadError(`cannot read model file "${path}" in ${dir}: ${(e as Error).message}`, { dir, file: path });
   const read = async (path: string): Promise<Uint8Array> => {
     try {
       return new Uint8Array(await readFile(join(dir, path)));
     } catch (e) {
-      throw new ModelLoadError(`cannot read model file "${path}" in ${dir}: ${(e as Error).message}`, { dir, file: path });
+      throw cannot(path, e);
     }
   };
-  return Object.assign(read, { has: (path: string) => access(join(dir, path)).then(() => true, () => false) });
+  const local = (path: string): Promise<LocalModelFile> =>
+    localFile(resolve(dir, path)).catch((e: unknown) => {
+      throw e instanceof IntegrityError ? e : cannot(path, e);
+    });
+  return Object.assign(read, { has: (path: string) => access(join(dir, path)).then(() => true, () => false), local });
 }
 
 /** Where a Node guard's model is: a directory (the embedded model when neither is given) or a URL cached on disk; plain data. */
@@ -143,10 +208,10 @@ export function gitBlobSha1(bytes: Uint8Array): string {
   return createHash('sha1').update(`blob ${bytes.byteLength}\0`).update(bytes).digest('hex');
 }
 
-/** Checks one downloaded file against the hash the hub records for it. */
-function verifyAgainstHub(path: string, bytes: Uint8Array, contentSha256: string, entry: HubTreeEntry | undefined): void {
+/** Checks one downloaded file's digest (with `gitSha1` for a file the hub does not keep in LFS) against the hash the hub records for it. */
+export function verifyAgainstHub(path: string, digest: FileDigest, entry: HubTreeEntry | undefined): void {
   if (!entry) throw new IntegrityError(`"${path}" is not in the hub listing: refusing to pin a file the hub does not record`, { file: path });
-  const [kind, expected, actual] = entry.lfs ? ['sha256', entry.lfs.oid, contentSha256] : ['git blob sha1', entry.oid, gitBlobSha1(bytes)];
+  const [kind, expected, actual] = entry.lfs ? ['sha256', entry.lfs.oid, digest.sha256] : ['git blob sha1', entry.oid, digest.gitSha1 ?? '(not computed)'];
   if (expected === undefined) throw new IntegrityError(`the hub listing has no hash for "${path}"`, { file: path });
   if (expected !== actual) {
     throw new IntegrityError(`"${path}" differs from the hub's record: ${kind} ${actual}, the hub records ${expected}; the download is corrupt or was modified, which may indicate tampering`, {
@@ -169,12 +234,17 @@ export async function buildManifest(dir: string, name?: string, hubTree?: readon
   const paths = entries.map((e) => relative(dir, join(e.parentPath, e.name)).split(sep).join('/')).filter((p) => p !== 'manifest.json').sort();
   const hub = hubTree ? new Map(hubTree.map((e) => [e.path, e])) : undefined;
   for (const path of paths) {
-    const bytes = new Uint8Array(await readFile(join(dir, path)));
-    const hash = sha256(bytes);
-    if (hub) verifyAgainstHub(path, bytes, hash, hub.get(path));
-    files[path] = { sha256: hash, size: bytes.byteLength };
+    const entry = hub?.get(path);
+    const digest = await hashFile(join(dir, path), { gitBlob: entry !== undefined && !entry.lfs });
+    if (hub) verifyAgainstHub(path, digest, entry);
+    files[path] = { sha256: digest.sha256, size: digest.size };
   }
   return { files, model: name ?? basename(resolve(dir)), created_by: hubTree ? 'edgearmor manifest --hub-tree' : 'edgearmor manifest' };
+}
+
+/** A manifest's file map in sorted order, as buildManifest and model/manifest.py write it. */
+export function sortedFiles(files: ModelManifest['files']): ModelManifest['files'] {
+  return Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
 /**
@@ -192,9 +262,7 @@ export async function writeModelOptions(dir: string, options: ModelOptions, meta
   const bytes = new TextEncoder().encode(modelOptionsFileText(options, meta));
   const path = join(dir, MODEL_OPTIONS_FILE);
   await writeFile(path, bytes);
-  const files = { ...manifest.files, [MODEL_OPTIONS_FILE]: { sha256: sha256(bytes), size: bytes.byteLength } };
-  // Sorted, as buildManifest writes it.
-  manifest.files = Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  manifest.files = sortedFiles({ ...manifest.files, [MODEL_OPTIONS_FILE]: { sha256: sha256(bytes), size: bytes.byteLength } });
   await writeFile(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
   return path;
 }

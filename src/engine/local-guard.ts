@@ -6,7 +6,7 @@
  */
 import type { OrtBackend } from '../core/backend-plan.js';
 import { createConductor, type LocalGuard } from '../core/conductor.js';
-import { InvalidOptionsError } from '../core/errors.js';
+import { IntegrityError, InvalidOptionsError } from '../core/errors.js';
 import type { GuardProgress } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import type { ModelRuntimeOptions } from '../core/runtime-options.js';
@@ -53,6 +53,8 @@ export async function loadEngineScorer(runtime: LocalGuardRuntime): Promise<Load
       });
       return { scorer, modelOptions: files.modelOptions, fallbackReason: failures.length > 0 ? failures.join('; ') : null };
     } catch (e) {
+      // Files that changed after they were verified are refused on every backend.
+      if (e instanceof IntegrityError) throw e;
       failures.push(`${backend}: ${(e as Error).message}`);
       if (backend === runtime.backends[runtime.backends.length - 1]) throw e;
     }

@@ -14,9 +14,30 @@ export type { ModelManifest, ModelVariant } from '../core/runtime-options.js';
 /**
  * Reads one file of a model by its path relative to the model directory. A reader that can tell cheaply
  * whether a file is there (a local directory) has `has`: the loader then refuses a guard-options.json the
- * manifest does not pin. A URL reader has none: it only ever fetches files the manifest lists.
+ * manifest does not pin. A URL reader has none: it only ever fetches files the manifest lists. A reader of
+ * files on this machine (Node) has `local`: external data files are then hashed as streams and handed to
+ * onnxruntime by path, never read into memory, so weights of any size load.
  */
-export type FileReader = ((relativePath: string) => Promise<Uint8Array>) & { has?: (relativePath: string) => Promise<boolean> };
+export type FileReader = ((relativePath: string) => Promise<Uint8Array>) & {
+  has?: (relativePath: string) => Promise<boolean>;
+  local?: (relativePath: string) => Promise<LocalModelFile>;
+};
+
+/** A model file on this machine, hashed where it lies (files-node.ts `directoryReader`). */
+export interface LocalModelFile {
+  /** Its absolute path. */
+  file: string;
+  sha256: string;
+  size: number;
+  /** Whether the file is still the one that was hashed (same inode, size, mtime and ctime): checked after onnxruntime has read it. */
+  unchanged(): Promise<boolean>;
+}
+
+/** An external data file of the onnx file, by the name the graph uses: its bytes, or (Node) the verified file on disk. */
+export type ExternalDataFile = { path: string; data: Uint8Array } | { path: string; local: LocalModelFile };
+
+/** A model's chat template in a file of its own (as newer transformers versions save it), read when the manifest pins it. */
+export const CHAT_TEMPLATE_FILE = 'chat_template.jinja';
 
 /** onnx file of each variant, in the transformers.js / onnx-community layout. */
 export const VARIANT_FILES: Readonly<Record<ModelVariant, string>> = Object.freeze({
@@ -46,7 +67,7 @@ export interface ModelFiles {
   modelOptions: ModelOptionsFile | null;
   onnx: Uint8Array;
   /** The onnx file's external data files (`model.onnx_data`, `model.onnx_data_1`...), by the name the graph uses. */
-  externalData: Array<{ path: string; data: Uint8Array }>;
+  externalData: ExternalDataFile[];
   variant: ModelVariant;
 }
 
@@ -58,19 +79,24 @@ export async function sha256Hex(bytes: Uint8Array): Promise<string> {
 
 /** Checks bytes against the manifest entry of `path`; throws IntegrityError on any difference. */
 export async function verifyFile(manifest: ModelManifest, path: string, bytes: Uint8Array): Promise<void> {
+  await verifyDigest(manifest, path, bytes.byteLength, () => sha256Hex(bytes));
+}
+
+/** Checks a file's size and SHA-256 (computed only when the size matches) against the manifest entry of `path`. */
+async function verifyDigest(manifest: ModelManifest, path: string, size: number, sha256: () => Promise<string> | string): Promise<void> {
   const entry = manifest.files[path];
   if (!entry) {
     throw new IntegrityError(`model file "${path}" is not listed in manifest.json: refusing to use an unverified file`, {
       file: path,
     });
   }
-  if (bytes.byteLength !== entry.size) {
+  if (size !== entry.size) {
     throw new IntegrityError(
-      `model file "${path}" has ${bytes.byteLength} bytes, the manifest says ${entry.size}: the file is truncated or was modified, which may indicate tampering`,
-      { file: path, expectedSize: entry.size, actualSize: bytes.byteLength },
+      `model file "${path}" has ${size} bytes, the manifest says ${entry.size}: the file is truncated or was modified, which may indicate tampering`,
+      { file: path, expectedSize: entry.size, actualSize: size },
     );
   }
-  const actual = await sha256Hex(bytes);
+  const actual = await sha256();
   if (actual !== entry.sha256) {
     throw new IntegrityError(
       `model file hash mismatch for "${path}": expected sha256 ${entry.sha256}, got ${actual}; this may indicate tampering`,
@@ -95,15 +121,20 @@ function parseJson(path: string, bytes: Uint8Array): Record<string, unknown> {
 /** The verified files a model's tokenizer and chat format need: everything but the weights. */
 export type TokenizerModelFiles = Omit<ModelFiles, 'onnx' | 'externalData' | 'variant'>;
 
+/** The onnx file of `variant` and, of `paths` (a manifest's or a hub listing's), its external data files. */
+export function variantWeightPaths(paths: readonly string[], variant: ModelVariant): string[] {
+  const onnxPath = VARIANT_FILES[variant];
+  return [onnxPath, ...paths.filter((p) => p === `${onnxPath}_data` || p.startsWith(`${onnxPath}_data_`)).sort()];
+}
+
 /** The onnx file of `variant` and its external data files, as the manifest lists them. */
 function weightFiles(manifest: ModelManifest, variant: ModelVariant): string[] {
-  const onnxPath = VARIANT_FILES[variant];
-  return [onnxPath, ...Object.keys(manifest.files).filter((p) => p === `${onnxPath}_data` || p.startsWith(`${onnxPath}_data_`))];
+  return variantWeightPaths(Object.keys(manifest.files), variant);
 }
 
 /** Every file a guard reads from a model directory for `variant` (what a build ships), manifest.json first. */
 export function filesForVariant(manifest: ModelManifest, variant: ModelVariant): string[] {
-  const listed = ['config.json', 'tokenizer.json', 'tokenizer_config.json', MODEL_OPTIONS_FILE].filter((f) => manifest.files[f] !== undefined);
+  const listed = ['config.json', 'tokenizer.json', 'tokenizer_config.json', CHAT_TEMPLATE_FILE, MODEL_OPTIONS_FILE].filter((f) => manifest.files[f] !== undefined);
   return ['manifest.json', ...listed, ...weightFiles(manifest, variant).filter((f) => manifest.files[f] !== undefined)];
 }
 
@@ -116,7 +147,7 @@ export async function loadModelFiles(
   if (!isModelVariant(variant)) {
     throw new InvalidOptionsError(`Invalid option modelVariant: received ${JSON.stringify(variant)}; allowed: ${Object.keys(VARIANT_FILES).join(', ')}.`, { option: 'modelVariant' });
   }
-  const { manifest, get } = await openManifest(read, onFile);
+  const { manifest, get, getLocal } = await openManifest(read, onFile);
   const onnxPath = VARIANT_FILES[variant];
   if (!manifest.files[onnxPath]) {
     const has = (Object.keys(VARIANT_FILES) as ModelVariant[]).filter((v) => manifest.files[VARIANT_FILES[v]]);
@@ -124,8 +155,16 @@ export async function loadModelFiles(
     throw new ModelLoadError(`${name} has no ${variant} variant (${onnxPath} is not in its manifest); it has: ${has.join(', ') || 'none'}`, { variant, file: onnxPath });
   }
   const dataPaths = weightFiles(manifest, variant).slice(1);
-  const [base, onnx, ...data] = await Promise.all([readTokenizerFiles(manifest, get, read), get(onnxPath), ...dataPaths.map(get)]);
-  const externalData = dataPaths.map((p, i) => ({ path: p.slice(p.lastIndexOf('/') + 1), data: data[i]! }));
+  // The graph file is read (the attention adapter rewrites it; protobuf keeps it under 2 GiB); its external
+  // data, where the reader has the files on disk, stays there.
+  const [base, onnx, ...externalData] = await Promise.all([
+    readTokenizerFiles(manifest, get, read),
+    get(onnxPath),
+    ...dataPaths.map(async (p): Promise<ExternalDataFile> => {
+      const path = p.slice(p.lastIndexOf('/') + 1);
+      return getLocal ? { path, local: await getLocal(p) } : { path, data: await get(p) };
+    }),
+  ]);
   return { ...base, onnx, externalData, variant };
 }
 
@@ -141,7 +180,7 @@ export async function loadTokenizerFiles(read: FileReader, onFile?: (path: strin
 async function openManifest(
   read: FileReader,
   onFile: ((path: string, bytes: number) => void) | undefined,
-): Promise<{ manifest: ModelManifest; get: (path: string) => Promise<Uint8Array> }> {
+): Promise<{ manifest: ModelManifest; get: (path: string) => Promise<Uint8Array>; getLocal: ((path: string) => Promise<LocalModelFile>) | undefined }> {
   const manifest = parseJson('manifest.json', await read('manifest.json')) as unknown as ModelManifest;
   if (typeof manifest.files !== 'object' || manifest.files === null) {
     throw new ModelLoadError('manifest.json has no "files" map of {sha256, size} entries', {});
@@ -155,17 +194,28 @@ async function openManifest(
     onFile?.(path, bytes.byteLength);
     return bytes;
   };
-  return { manifest, get };
+  const local = read.local;
+  const getLocal = local
+    ? async (path: string): Promise<LocalModelFile> => {
+        const file = await local(path);
+        await verifyDigest(manifest, path, file.size, () => file.sha256);
+        onFile?.(path, file.size);
+        return file;
+      }
+    : undefined;
+  return { manifest, get, getLocal };
 }
 
 async function readTokenizerFiles(manifest: ModelManifest, get: (path: string) => Promise<Uint8Array>, read: FileReader): Promise<TokenizerModelFiles> {
-  const [config, tokenizerJson, tokenizerConfig, modelOptions] = await Promise.all([
+  const [config, tokenizerJson, tokenizerConfig, modelOptions, template] = await Promise.all([
     get('config.json').then((b) => parseJson('config.json', b)),
     get('tokenizer.json').then((b) => parseJson('tokenizer.json', b)),
     get('tokenizer_config.json').then((b) => parseJson('tokenizer_config.json', b)),
     readModelOptions(manifest, get, read),
+    manifest.files[CHAT_TEMPLATE_FILE] ? get(CHAT_TEMPLATE_FILE).then((b) => new TextDecoder().decode(b)) : null,
   ]);
-  return { manifest, config, tokenizerJson, tokenizerConfig, modelOptions };
+  // Newer exports keep the template in its own file, which transformers prefers to tokenizer_config.json's.
+  return { manifest, config, tokenizerJson, tokenizerConfig: template === null ? tokenizerConfig : { ...tokenizerConfig, chat_template: template }, modelOptions };
 }
 
 /** The model's guard-options.json when its manifest pins it; one in the directory that the manifest does not pin is refused. */
@@ -187,5 +237,5 @@ async function readModelOptions(manifest: ModelManifest, get: (path: string) => 
 export function withManifest(read: FileReader, manifest: ModelManifest): FileReader {
   const bytes = new TextEncoder().encode(JSON.stringify(manifest));
   const reader: FileReader = (path) => (path === 'manifest.json' ? Promise.resolve(bytes) : read(path));
-  return read.has ? Object.assign(reader, { has: read.has }) : reader;
+  return Object.assign(reader, read.has ? { has: read.has } : {}, read.local ? { local: read.local } : {});
 }

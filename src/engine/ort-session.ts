@@ -6,8 +6,10 @@
  */
 import type { InferenceSession, Tensor } from 'onnxruntime-web';
 import type { OrtBackend as Backend } from '../core/backend-plan.js';
-import { BackendUnavailableError } from '../core/errors.js';
+import { BackendUnavailableError, IntegrityError, ModelLoadError } from '../core/errors.js';
 import { classifyInferenceError } from './inference-errors.js';
+import type { ExternalDataFile } from './model-files.js';
+import { externalDataLocations } from './onnx-external-data.js';
 
 /** Where inference runs. */
 export type { OrtBackend as Backend } from '../core/backend-plan.js';
@@ -46,8 +48,8 @@ export interface OrtSessionOptions {
    * for what they need. Ignored on other backends. @defaultValue []
    */
   gpuBufferOutputs?: readonly string[];
-  /** The model's external data files (weights stored beside the graph), by the name the graph uses. */
-  externalData?: ReadonlyArray<{ path: string; data: Uint8Array }>;
+  /** The model's external data files (weights stored beside the graph), by the name the graph uses: bytes, or verified files on disk. */
+  externalData?: readonly ExternalDataFile[];
 }
 
 async function importOrt(backend: Backend): Promise<OrtModule> {
@@ -74,6 +76,66 @@ function pointsAtCdn(paths: unknown): boolean {
   return urls.some((u) => typeof u === 'string' && /^https?:\/\/cdn\.jsdelivr\.net\//.test(u));
 }
 
+/** The directory part of a local path, POSIX or Windows. */
+function directoryOf(file: string): string {
+  return file.slice(0, Math.max(file.lastIndexOf('/'), file.lastIndexOf('\\')));
+}
+
+/**
+ * Puts the external data into the session options: bytes as they are; files on disk (Node) by path, so
+ * onnxruntime reads them itself and no copy passes through JavaScript (nor its 2 GiB limit on one read).
+ * onnxruntime-node's binding takes only bytes in `externalData`, so there the files' directory goes in
+ * onnxruntime's own setting for a model loaded from memory whose data lies in a folder (the name the
+ * graph uses is the file's name there, model-files.ts); onnxruntime-web takes each file's path. Returns
+ * the files on disk, to be checked once the session has read them.
+ */
+function externalDataOptions(sessionOptions: InferenceSession.SessionOptions, options: OrtSessionOptions): Array<Extract<ExternalDataFile, { local: unknown }>> {
+  const all = options.externalData ?? [];
+  const onDisk = all.filter((f): f is Extract<ExternalDataFile, { local: unknown }> => 'local' in f);
+  const inMemory = all.filter((f): f is Extract<ExternalDataFile, { data: Uint8Array }> => 'data' in f);
+  const listed: Array<{ path: string; data: Uint8Array | string }> = inMemory.map((f) => ({ path: f.path, data: f.data }));
+  if (onDisk.length > 0 && options.backend === 'node') {
+    const folders = new Set(onDisk.map((f) => directoryOf(f.local.file)));
+    if (folders.size > 1) throw new ModelLoadError(`the model's external data files lie in ${folders.size} directories; onnxruntime reads them from one, beside the onnx file`, { folders: [...folders] });
+    const extra = (sessionOptions.extra ?? {}) as { session?: Record<string, unknown> };
+    sessionOptions.extra = { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: [...folders][0]! } };
+  } else {
+    listed.push(...onDisk.map((f) => ({ path: f.path, data: f.local.file })));
+  }
+  if (listed.length > 0) sessionOptions.externalData = listed;
+  return onDisk;
+}
+
+/**
+ * onnxruntime reads files on disk by the names the graph gives, from their folder: a name that is not one
+ * of the verified files (another file in that folder, or a path out of it) is refused before it can be read.
+ */
+function refuseUnverifiedLocations(model: Uint8Array, files: readonly ExternalDataFile[]): void {
+  const verified = new Set(files.map((f) => f.path));
+  for (const location of externalDataLocations(model)) {
+    if (!verified.has(location)) {
+      throw new IntegrityError(`the model's graph reads external data from "${location}", which is not one of its verified files (${[...verified].join(', ')}): refusing to let onnxruntime read an unverified file, which may indicate tampering`, { location });
+    }
+  }
+}
+
+/**
+ * The files on disk were verified by hashing them before the session was created, and onnxruntime read
+ * them afterwards: a process that can write to the model directory could change one in between. After
+ * creation each file must still be the one hashed (same inode, size, mtime and ctime, the last of which
+ * no write can leave unchanged), or the session is refused. So a session runs only on files that were
+ * unmodified from their hash to the end of loading. onnxruntime may map external data into memory rather
+ * than copy it; a later write to a mapped file would reach the weights, which is why model directories
+ * must be writable only by those trusted to change the model.
+ */
+async function refuseChanged(session: InferenceSession, onDisk: ReadonlyArray<Extract<ExternalDataFile, { local: unknown }>>): Promise<void> {
+  for (const f of onDisk) {
+    if (await f.local.unchanged()) continue;
+    await session.release();
+    throw new IntegrityError(`model file "${f.local.file}" changed after it was verified and while onnxruntime read it: refusing the model, which may indicate tampering`, { file: f.local.file });
+  }
+}
+
 /** Creates an onnxruntime session for model bytes on the given backend. */
 export async function createOrtSession(model: Uint8Array, options: OrtSessionOptions): Promise<OrtSession> {
   const ort = await importOrt(options.backend);
@@ -94,13 +156,13 @@ export async function createOrtSession(model: Uint8Array, options: OrtSessionOpt
   // host (an agent, a server, a test runner): spinning bought no speed alone and, beside a second busy process,
   // made 30 checks take 2.78x their time alone against 1.50x without (lab/bench/beside.ts; docs/speed.md).
   if (options.backend === 'node') sessionOptions.extra = { session: { intra_op: { allow_spinning: '0' } } };
-  if (options.externalData !== undefined && options.externalData.length > 0) {
-    sessionOptions.externalData = options.externalData.map((f) => ({ path: f.path, data: f.data }));
-  }
+  const onDisk = externalDataOptions(sessionOptions, options);
+  if (onDisk.length > 0) refuseUnverifiedLocations(model, options.externalData!);
   if (options.backend === 'webgpu' && options.gpuBufferOutputs !== undefined && options.gpuBufferOutputs.length > 0) {
     sessionOptions.preferredOutputLocation = Object.fromEntries(options.gpuBufferOutputs.map((name) => [name, 'gpu-buffer' as const]));
   }
   const session = await ort.InferenceSession.create(model, sessionOptions);
+  await refuseChanged(session, onDisk);
   return {
     backend: options.backend,
     inputNames: session.inputNames,
