@@ -16,6 +16,7 @@ export { buildManifest, defaultCacheDir, embeddedModelDir, writeModelOptions, ty
 export type { ModelManifest } from './engine/model-files.js';
 export { validateRemoteProxyOptions, type RemoteProxyOptions } from './engine/remote-proxy.js';
 export { startProxyServer, type ProxyServerOptions, type RunningProxyServer } from './engine/proxy-server.js';
+export { createNodeToolPins, filePinStore, PIN_FILE_NAME } from './engine/pins-node.js';
 
 /**
  * Options of {@link createNodeGuard}: the guard's options, the runtime options (shared with createGuard),

@@ -1,4 +1,4 @@
-import type { DefinitionFinding } from './mcp-definitions/types.js';
+import type { DefinitionFinding } from './mcp-definitions/finding.js';
 
 /** A JSON primitive value. */
 export type JsonPrimitive = string | number | boolean | null;

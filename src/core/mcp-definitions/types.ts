@@ -1,11 +1,7 @@
 /** The shapes of the tool-definition checks: what they read (servers' tool lists) and what they find. */
 import type { JsonObject } from '../types.js';
 
-/** Every kind of finding, in the order a report lists them. */
-export const DEFINITION_FINDING_KINDS = ['definition-changed', 'tool-added', 'tool-removed', 'name-collision', 'shadowing', 'hidden-text', 'schema-anomaly'] as const;
-
-/** What a finding is about. */
-export type DefinitionFindingKind = (typeof DEFINITION_FINDING_KINDS)[number];
+export { DEFINITION_FINDING_KINDS, type DefinitionFinding, type DefinitionFindingKind } from './finding.js';
 
 /** One tool as a server lists it: what is pinned and checked. */
 export interface ToolDefinition {
@@ -20,27 +16,4 @@ export interface ToolDefinition {
 export interface ServerTools {
   server: string;
   tools: ToolDefinition[];
-}
-
-/** One piece of evidence about tool definitions: plain JSON, so it crosses to a worker and into the `--json` record. */
-export interface DefinitionFinding {
-  kind: DefinitionFindingKind;
-  server: string;
-  tool: string;
-  /** One sentence saying what was found. */
-  text: string;
-  /** Where in the definition: `name`, `description`, a schema path such as `inputSchema.properties.note.default`, or `result` (a tool result). */
-  where?: string;
-  /** The other tool a collision or shadowing finding is about. */
-  related?: { server: string; tool: string };
-  /** The words that matched (a schema anomaly, a shadowing claim). */
-  evidence?: string;
-  /** Hidden text: what the model reads, every hidden character spelled out. */
-  model?: string;
-  /** Hidden text: what a person sees rendered. */
-  person?: string;
-  /** A changed definition: one line per changed field, `path: before -> after`. */
-  diff?: string[];
-  /** In a verdict: this finding's policy decided the call (reason 'tool-definition'). */
-  decides?: boolean;
 }
