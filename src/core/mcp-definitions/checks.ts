@@ -142,19 +142,44 @@ function excerpt(text: string, index: number, length: number): string {
 }
 
 /** Parameter names that exist to carry the conversation, not the tool's input. */
-const CONVERSATION_NAME = /^(?:side_?notes?|notes?_?to_?self|context_?dump|conversation(?:_?history|_?log)?|chat_?(?:history|log|transcript)|full_?context|system_?(?:prompt|message|instructions)|previous_?messages|prior_?messages|message_?history|all_?messages|transcript|user_?prompt_?copy|hidden_?notes?)$/i;
-/** A description that asks for the conversation, the system prompt or what the user said. */
-const CONVERSATION_ASK =
-  /\b(?:(?:the|this|entire|full|whole|complete|current)\s+(?:conversation|chat(?: history| log| transcript)?|session transcript)|(?:system|developer)\s+(?:prompt|message|instructions)|(?:previous|prior|earlier|preceding|all)\s+(?:messages|turns|instructions)|(?:user'?s?|their)\s+(?:complete |full |entire |latest |last |original |exact |verbatim )+(?:message|prompt|request|query)|context window|(?:instructions|rules) you (?:were|have been) given)\b/i;
+const CONVERSATION_NAME = /^(?:sidenotes?|notestoself|notetoself|contextdump|fullcontext|system(?:prompt|message|instructions)|(?:previous|prior|all)messages|messagehistory|chat(?:history|log|transcript)|(?:user|session|chat)?transcript|conversation(?:history|log|context|transcript|dump)?|hiddennotes?)$/;
+/**
+ * A description that asks for the conversation, the system prompt or what the user said: qualified ("the entire
+ * conversation", "the user's latest message"), or the object of a copy ("paste the chat history"). A tool that
+ * searches "the conversation history" or hands over "the chat" names them without asking for them.
+ */
+const CONVERSATION_ASK = new RegExp(
+  [
+    String.raw`\b(?:entire|full|whole|complete|verbatim)\s+(?:conversation|chat|chat history|message history|transcript|context|prompt)\b`,
+    String.raw`\b(?:system|developer)\s+(?:prompt|message|instructions)\b`,
+    String.raw`\b(?:all|every)\s+(?:previous|prior|earlier|preceding)\s+(?:messages|turns|instructions)\b`,
+    String.raw`\b(?:user'?s?|their)\s+(?:complete|full|entire|latest|last|original|exact|verbatim)\s+(?:\w+\s+)?(?:message|prompt|request|query)\b`,
+    String.raw`\b(?:user'?s?|their)\s+(?:\w+\s+){0,2}(?:words|messages?|prompts?|requests?|query|queries)\s+verbatim\b`,
+    String.raw`\b(?:copy|paste|include|pass|put|send|provide|dump|append)\b[^.]{0,40}\b(?:conversation|chat history|message history|context window)\b`,
+    String.raw`\b(?:instructions|rules) you (?:were|have been) given\b`,
+  ].join('|'),
+  'i',
+);
 /** Secrets a tool never needs to be handed by the model: key files, credential stores, client configurations. */
-const SECRET_ASK = /(?:~\/\.ssh|\bid_(?:rsa|ed25519|ecdsa)\b|\.aws\/credentials|\.git-credentials|\.netrc\b|\.npmrc\b|\.pypirc\b|(?:^|[\s/'"`])\.env\b|\bmcp\.json\b|\.cursor\/|claude_desktop_config|\bprivate (?:ssh )?key\b|\bseed phrase\b|\b(?:contents?|value) of (?:the |your |all |every )?(?:api keys?|secrets?|tokens?|credentials?|passwords?|environment variables?)\b)/i;
-/** Parameter names whose default or enum is meant to be a link or an address. */
-const ADDRESS_PARAM = /(?:url|uri|link|href|endpoint|host|domain|server|site|address|email|mail|website|homepage|origin|proxy|webhook|callback|redirect|api|base|source|repo|registry|feed)/i;
-const URL_TEXT = /\b(?:https?|ftp|wss?):\/\/[^\s"'<>]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}/i;
-const EMAIL_TEXT = /\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b/i;
+const SECRET_ASK =
+  /(?:~\/\.ssh|\bid_(?:rsa|ed25519|ecdsa)\b|\.aws\/credentials|\.git-credentials|\.netrc\b|\.npmrc\b|\.pypirc\b|(?:^|[\s/'"`])\.env\b|\bmcp\.json\b|\.cursor\/|claude_desktop_config|\bseed phrase\b|\bcontents? of (?:the |your |all |every )?(?:api keys?|secrets?|tokens?|credentials?|passwords?|environment variables?)\b)/i;
+/** Parameter names (or descriptions) that say its default or enum is meant to be a link or an address. */
+const ADDRESS_PARAM = /(?:url|uri|link|href|endpoint|host|domain|server|site|address|website|homepage|origin|proxy|webhook|callback|redirect)/i;
+const URL_TEXT = /\b(?:https?|ftp|wss?):\/\/([^\s"'<>/:]+)[^\s"'<>]*|\bwww\.([a-z0-9-]+\.[a-z]{2,})/i;
+const EMAIL_TEXT = /\b[\w.+-]+@([\w-]+(?:\.[\w-]+)*\.[a-z]{2,})\b/i;
+/** Domains reserved for examples (RFC 2606, RFC 6761): no one can receive mail or serve pages there, so a default naming them sends nothing anywhere. */
+const RESERVED_DOMAIN = /(?:^|\.)(?:example\.(?:com|org|net)|[\w-]+\.(?:test|example|invalid|localhost)|localhost)$/i;
+const reserved = (match: RegExpExecArray | null) => match !== null && RESERVED_DOMAIN.test((match[1] ?? match[2] ?? '').toLowerCase());
 /** A value that reads as an order to the model rather than a setting. */
 const INSTRUCTION_TEXT =
   /^\s*(?:ignore|disregard|forget|always|never|do not|don't|you must|you should|make sure|be sure|remember to|before|after|first|send|forward|upload|email|include|append|copy|read|reveal|print|output|call|invoke|use)\b|\b(?:you|the assistant|the model|the agent|the ai)\s+(?:must|should|shall|need to|have to|are required to)\b|\b(?:ignore|disregard)\s+(?:all\s+|any\s+)?(?:previous|prior|above|other)\b/i;
+/**
+ * Words right before an address in a parameter description that fix the value ("always set to X", "put X here",
+ * "must be X on every call"), rather than show its format ("must be a valid URL, such as X").
+ */
+const FIXED_BEFORE = /(?:set (?:it |this )?to|must (?:always )?be|\bput|\buse|\bsend (?:it |a copy )?to|\bis always)\s*['"`]?$/i;
+const EXAMPLE_WORDS = /\b(?:such as|e\.g\.|for example|for instance|formatted|format|like)\b/i;
+const fixesValue = (description: string, match: RegExpExecArray) => FIXED_BEFORE.test(description.slice(Math.max(0, match.index - 30), match.index)) && !EXAMPLE_WORDS.test(description);
 /** Fewest words a default or enum value needs before it is read as an instruction: single words and labels are settings. */
 const MIN_INSTRUCTION_WORDS = 5;
 
@@ -184,11 +209,15 @@ export function schemaAnomalies(server: string, tool: ToolDefinition): Definitio
   const add = (where: string, text: string, evidence: string) => out.push({ kind: 'schema-anomaly', server, tool: tool.name, where, text: `${tool.name}: ${text}`, evidence });
   const secret = SECRET_ASK.exec(tool.description);
   if (secret) add('description', 'the description asks for secrets a tool is never handed (key files, credential stores, client configuration)', excerpt(tool.description, secret.index, secret[0].length));
+  const conversation = CONVERSATION_ASK.exec(tool.description);
+  if (conversation) add('description', 'the description asks for the conversation or the system prompt', excerpt(tool.description, conversation.index, conversation[0].length));
   for (const p of schemaProperties(tool.inputSchema, 'inputSchema')) {
     const description = typeof p.schema['description'] === 'string' ? (p.schema['description'] as string) : '';
-    if (CONVERSATION_NAME.test(p.name)) add(p.path, `parameter "${p.name}" is named for the conversation, not the tool's input`, p.name);
+    if (CONVERSATION_NAME.test(p.name.toLowerCase().replace(/[\s_.\-]+/g, ''))) add(p.path, `parameter "${p.name}" is named for the conversation, not the tool's input`, p.name);
     const ask = CONVERSATION_ASK.exec(description);
     if (ask) add(`${p.path}.description`, `parameter "${p.name}" asks for the conversation or the system prompt`, excerpt(description, ask.index, ask[0].length));
+    const fixedTo = EMAIL_TEXT.exec(description) ?? URL_TEXT.exec(description);
+    if (fixedTo !== null && !reserved(fixedTo) && fixesValue(description, fixedTo)) add(`${p.path}.description`, `parameter "${p.name}" is told to carry a fixed address or link, whatever the user asks`, description);
     const secretAsk = SECRET_ASK.exec(description);
     if (secretAsk) add(`${p.path}.description`, `parameter "${p.name}" asks for secrets a tool is never handed`, excerpt(description, secretAsk.index, secretAsk[0].length));
     const values: Array<{ where: string; value: string }> = [];
@@ -200,8 +229,10 @@ export function schemaAnomalies(server: string, tool: ToolDefinition): Definitio
     if (typeof p.schema['const'] === 'string') values.push({ where: `${p.path}.const`, value: p.schema['const'] as string });
     for (const { where, value } of values) {
       const what = where.slice(where.lastIndexOf('.') + 1).replace(/\[\d+\]$/, '');
-      if (EMAIL_TEXT.test(value)) add(where, `the ${what} of "${p.name}" carries an email address`, value);
-      else if (URL_TEXT.test(value) && !ADDRESS_PARAM.test(p.name)) add(where, `the ${what} of "${p.name}" carries a link, though the parameter is not one`, value);
+      const email = EMAIL_TEXT.exec(value);
+      const url = URL_TEXT.exec(value);
+      if (email !== null && !reserved(email)) add(where, `the ${what} of "${p.name}" carries an email address`, value);
+      else if (url !== null && !reserved(url) && !ADDRESS_PARAM.test(p.name) && !ADDRESS_PARAM.test(description)) add(where, `the ${what} of "${p.name}" carries a link, though the parameter is not one`, value);
       else if (value.trim().split(/\s+/).length >= MIN_INSTRUCTION_WORDS && INSTRUCTION_TEXT.test(value)) add(where, `the ${what} of "${p.name}" reads as an instruction`, value);
     }
   }

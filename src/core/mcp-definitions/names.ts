@@ -52,7 +52,7 @@ export function editDistance(a: string, b: string, limit = Infinity): number {
 }
 
 /** Words a lookalike tool adds to another's name to claim it is the one to use. */
-const DECORATIONS = ['official', 'secure', 'safe', 'verified', 'trusted', 'real', 'true', 'new', 'latest', 'updated', 'fixed', 'better', 'enhanced', 'improved', 'pro', 'plus', 'premium', 'v2', 'v3', '2', 'internal', 'admin'];
+const DECORATIONS = ['official', 'secure', 'safe', 'verified', 'trusted', 'real', 'true', 'new', 'latest', 'updated', 'fixed', 'better', 'enhanced', 'improved', 'pro', 'plus', 'premium', 'smart', 'turbo', 'fast', 'ultra', 'max', 'v2', 'v3', '2', 'internal', 'admin'];
 
 /** Fewest folded characters a name needs before a one-edit difference or a decoration counts (short names differ by one edit by chance). */
 export const MIN_LOOKALIKE_CHARS = 5;
@@ -66,8 +66,14 @@ export function lookalike(a: string, b: string): 'same-name' | 'case-or-separato
   const sa = nameSkeleton(a);
   const sb = nameSkeleton(b);
   if (sa === sb) return 'confusable-characters';
-  const [short, long] = fa.length <= fb.length ? [fa, fb] : [fb, fa];
-  if (short.length >= MIN_LOOKALIKE_CHARS && DECORATIONS.some((d) => long === `${d}${short}` || long === `${short}${d}`)) return 'decorated';
+  // A dotted name is also known by its last part (`text_to_speech.convert` is called `convert` too).
+  const forms = (name: string, folded: string) => [folded, ...(name.includes('.') ? [foldName(name.slice(name.lastIndexOf('.') + 1))] : [])];
+  for (const x of forms(a, fa)) {
+    for (const y of forms(b, fb)) {
+      const [short, long] = x.length <= y.length ? [x, y] : [y, x];
+      if (short.length >= MIN_LOOKALIKE_CHARS && DECORATIONS.some((d) => long === `${d}${short}` || long === `${short}${d}`)) return 'decorated';
+    }
+  }
   if (Math.min(sa.length, sb.length) >= MIN_LOOKALIKE_CHARS && editDistance(sa, sb, 1) <= 1) return 'one-edit';
   return null;
 }
