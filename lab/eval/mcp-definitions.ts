@@ -34,7 +34,7 @@ const definition = (t: Record<string, unknown>): ToolDefinition => ({
   name: t['name'] as string,
   description: (t['description'] as string | undefined) ?? '',
   inputSchema: ((t['inputSchema'] ?? t['parameters']) as ToolDefinition['inputSchema'] | undefined) ?? {},
-  ...(t['annotations'] ? { annotations: t['annotations'] as ToolDefinition['annotations'] } : {}),
+  ...(t['annotations'] ? { annotations: t['annotations'] as NonNullable<ToolDefinition['annotations']> } : {}),
 });
 
 /** The MCP reference servers, one per server and version (`filesystem@head`, `filesystem@pre_archive`, `github@last_before_removal`). */

@@ -140,12 +140,14 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
 /** The tool-definition findings of a verdict, one line each (hidden text with what the model reads and what a person sees, a change with its diff), or ''. */
 export function definitionLines(findings: readonly DefinitionFinding[]): string {
   if (findings.length === 0) return '';
-  const lines = ['  tool definitions (checked without the model):'];
-  for (const f of findings) {
-    lines.push(`    ${f.kind} ${f.server}/${f.tool}${f.decides ? '  DECIDES: blocked by its policy' : ''}: ${f.text}`);
-    if (f.model !== undefined) lines.push(`      the model reads: ${JSON.stringify(f.model)}`, `      a person sees:   ${JSON.stringify(f.person ?? '')}`);
-    else if (f.evidence !== undefined) lines.push(`      ${JSON.stringify(f.evidence)}`);
-    for (const d of f.diff ?? []) lines.push(`      ${d}`);
-  }
-  return `${lines.join('\n')}\n`;
+  return `${['  tool definitions (checked without the model):', ...findings.flatMap((f) => findingLines(f, '    '))].join('\n')}\n`;
+}
+
+/** One finding as lines: its kind, tool and text, then what the model reads beside what a person sees (hidden text), the words that matched, or the diff. */
+export function findingLines(f: DefinitionFinding, indent = ''): string[] {
+  const lines = [`${indent}${f.kind} ${f.server}/${f.tool}${f.decides ? '  DECIDES: blocked by its policy' : ''}: ${f.text}`];
+  if (f.model !== undefined) lines.push(`${indent}  the model reads: ${JSON.stringify(f.model)}`, `${indent}  a person sees:   ${JSON.stringify(f.person ?? '')}`);
+  else if (f.evidence !== undefined) lines.push(`${indent}  ${JSON.stringify(f.evidence)}`);
+  for (const d of f.diff ?? []) lines.push(`${indent}  ${d}`);
+  return lines;
 }
