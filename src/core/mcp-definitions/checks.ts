@@ -8,7 +8,7 @@
 import { isPlainObject } from '../json.js';
 import type { JsonValue } from '../types.js';
 import { findHiddenText } from './hidden-text.js';
-import { lookalike } from './names.js';
+import { lookalike, nameForms } from './names.js';
 import type { DefinitionFinding, ServerTools, ToolDefinition } from './types.js';
 
 /** How each kind of lookalike reads in a finding. */
@@ -23,13 +23,14 @@ const LOOKALIKE_TEXT = {
 /** Name collisions across servers: each pair once, reported on the later server's tool. */
 export function nameCollisions(servers: readonly ServerTools[]): DefinitionFinding[] {
   const out: DefinitionFinding[] = [];
+  const forms = servers.map((s) => s.tools.map((t) => nameForms(t.name)));
   servers.forEach((s, i) => {
-    for (const earlier of servers.slice(0, i)) {
-      if (earlier.server === s.server) continue;
-      for (const t of s.tools) {
-        for (const u of earlier.tools) {
-          const how = lookalike(t.name, u.name);
-          if (how === null) continue;
+    servers.slice(0, i).forEach((earlier, j) => {
+      if (earlier.server === s.server) return;
+      s.tools.forEach((t, k) => {
+        earlier.tools.forEach((u, l) => {
+          const how = lookalike(forms[i]![k]!, forms[j]![l]!);
+          if (how === null) return;
           out.push({
             kind: 'name-collision',
             server: s.server,
@@ -39,9 +40,9 @@ export function nameCollisions(servers: readonly ServerTools[]): DefinitionFindi
             text: `${s.server}/${t.name} ${LOOKALIKE_TEXT[how]} ${earlier.server}/${u.name}`,
             evidence: how,
           });
-        }
-      }
-    }
+        });
+      });
+    });
   });
   return out;
 }
@@ -88,6 +89,15 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  */
 const distinctive = (name: string) => /[_.\-]/.test(name) || /[a-z][A-Z]/.test(name);
 
+/** How a text mentions a tool: its bare name where the name is distinctive, else quoted or beside "tool". */
+function mentionPatterns(tool: string): { bare: RegExp; quoted: RegExp } {
+  const name = escapeRegExp(tool);
+  return {
+    bare: new RegExp(`(?<![\\w.\\-])${name}(?![\\w\\-]|\\.\\w)`),
+    quoted: new RegExp(`[\`'"]${name}[\`'"]|\\b${name}\\s+(?:tool|function)\\b|\\b(?:tool|function)\\s+${name}\\b`, 'i'),
+  };
+}
+
 /** A claim that a tool stands in for others, or orders what happens around other tools, without naming them. */
 const CLAIMS: readonly RegExp[] = [
   /\b(?:instead of|rather than|replaces?|overrides?|supersedes?|takes? precedence over|shadows?)\s+(?:the\s+|any\s+|all\s+|every\s+)?(?:other|another|existing|original|default|built-in)\s+(?:\w+\s+)?(?:tools?|functions?|servers?)\b/i,
@@ -105,11 +115,12 @@ export function shadowingFindings(servers: readonly ServerTools[]): DefinitionFi
     for (const t of s.tools) {
       const texts = definitionTexts(t).filter((x) => x.where === 'description' || x.where.endsWith('.description'));
       for (const { where, text } of texts) {
+        const lower = text.toLowerCase();
         for (const other of others) {
           if (own.has(other.tool)) continue;
-          const name = escapeRegExp(other.tool);
-          const bare = new RegExp(`(?<![\\w.\\-])${name}(?![\\w\\-]|\\.\\w)`);
-          const quoted = new RegExp(`[\`'"]${name}[\`'"]|\\b${name}\\s+(?:tool|function)\\b|\\b(?:tool|function)\\s+${name}\\b`, 'i');
+          // A text that does not hold the name at all (case aside) cannot mention it: most pairs stop here.
+          if (!lower.includes(other.tool.toLowerCase())) continue;
+          const { bare, quoted } = mentionPatterns(other.tool);
           const match = (distinctive(other.tool) ? bare.exec(text) : null) ?? quoted.exec(text);
           if (match === null) continue;
           out.push({

@@ -28,6 +28,9 @@ const isVariationSelector = (c: number) => (c >= 0xfe00 && c <= 0xfe0f) || (c >=
 const PICTOGRAPHIC = /\p{Extended_Pictographic}/u;
 const NON_LATIN_LETTER = /[^\p{Script=Latin}\P{L}]/u;
 const HTML_COMMENT = /<!--[\s\S]*?(?:-->|$)/g;
+/** Any character {@link hiddenAt} may judge hidden, or a comment's start: text without one is read in one pass. */
+const CANDIDATE =
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufe00-\ufe0f\ufeff\u{e0000}-\u{e007f}\u{e0100}-\u{e01ef}]|<!--/u;
 
 const hex = (c: number) => `\\u{${c.toString(16).toUpperCase()}}`;
 
@@ -59,6 +62,7 @@ function hiddenAt(chars: readonly string[], i: number): HiddenKind | null {
 
 /** The hidden text in `text`, or null when a person sees all of it. */
 export function findHiddenText(text: string): HiddenText | null {
+  if (!CANDIDATE.test(text)) return null;
   const kinds = new Set<HiddenKind>();
   let count = 0;
   const comments = text.match(HTML_COMMENT) ?? [];
@@ -106,6 +110,7 @@ export function findHiddenText(text: string): HiddenText | null {
  * comments stay: their text is already plain to the model. The finding keeps the original.
  */
 export function sanitizeHiddenText(text: string): string {
+  if (!CANDIDATE.test(text)) return text;
   const chars = [...text];
   let out = '';
   let tags = '';

@@ -57,23 +57,37 @@ const DECORATIONS = ['official', 'secure', 'safe', 'verified', 'trusted', 'real'
 /** Fewest folded characters a name needs before a one-edit difference or a decoration counts (short names differ by one edit by chance). */
 export const MIN_LOOKALIKE_CHARS = 5;
 
-/** How `a` imitates `b`, or null when they read as different names. */
-export function lookalike(a: string, b: string): 'same-name' | 'case-or-separators' | 'confusable-characters' | 'decorated' | 'one-edit' | null {
-  if (a === b) return 'same-name';
-  const fa = foldName(a);
-  const fb = foldName(b);
-  if (fa === fb) return 'case-or-separators';
-  const sa = nameSkeleton(a);
-  const sb = nameSkeleton(b);
-  if (sa === sb) return 'confusable-characters';
-  // A dotted name is also known by its last part (`text_to_speech.convert` is called `convert` too).
-  const forms = (name: string, folded: string) => [folded, ...(name.includes('.') ? [foldName(name.slice(name.lastIndexOf('.') + 1))] : [])];
-  for (const x of forms(a, fa)) {
-    for (const y of forms(b, fb)) {
-      const [short, long] = x.length <= y.length ? [x, y] : [y, x];
-      if (short.length >= MIN_LOOKALIKE_CHARS && DECORATIONS.some((d) => long === `${d}${short}` || long === `${short}${d}`)) return 'decorated';
+/** A name with the forms the comparisons read, computed once per name. */
+export interface NameForms {
+  name: string;
+  folded: string;
+  skeleton: string;
+  /** The folded name, and for a dotted name also its folded last part (`text_to_speech.convert` is called `convert` too). */
+  parts: string[];
+}
+
+/** The forms of `name` that {@link lookalike} compares. */
+export function nameForms(name: string): NameForms {
+  const folded = foldName(name);
+  return { name, folded, skeleton: nameSkeleton(name), parts: [folded, ...(name.includes('.') ? [foldName(name.slice(name.lastIndexOf('.') + 1))] : [])] };
+}
+
+/** How one name imitates another. */
+export type LookalikeKind = 'same-name' | 'case-or-separators' | 'confusable-characters' | 'decorated' | 'one-edit';
+
+/** How `a` imitates `b` (names or their precomputed forms), or null when they read as different names. */
+export function lookalike(a: string | NameForms, b: string | NameForms): LookalikeKind | null {
+  const x = typeof a === 'string' ? nameForms(a) : a;
+  const y = typeof b === 'string' ? nameForms(b) : b;
+  if (x.name === y.name) return 'same-name';
+  if (x.folded === y.folded) return 'case-or-separators';
+  if (x.skeleton === y.skeleton) return 'confusable-characters';
+  for (const p of x.parts) {
+    for (const q of y.parts) {
+      const [short, long] = p.length <= q.length ? [p, q] : [q, p];
+      if (short.length >= MIN_LOOKALIKE_CHARS && long.length > short.length && long.includes(short) && DECORATIONS.some((d) => long === `${d}${short}` || long === `${short}${d}`)) return 'decorated';
     }
   }
-  if (Math.min(sa.length, sb.length) >= MIN_LOOKALIKE_CHARS && editDistance(sa, sb, 1) <= 1) return 'one-edit';
+  if (Math.min(x.skeleton.length, y.skeleton.length) >= MIN_LOOKALIKE_CHARS && editDistance(x.skeleton, y.skeleton, 1) <= 1) return 'one-edit';
   return null;
 }
