@@ -97,21 +97,29 @@ function caseServers(c: SetCase, attackerTool: string | null, referenceByName: M
   return [...servers].map(([server, tools]) => ({ server, tools }));
 }
 
-/** Per attack type and label: cases, cases with any finding, cases with a finding naming the attack's tool, and cases with each kind. */
+/** Per attack type and label: cases, cases with any finding, cases with a finding naming the attack's tool, cases with a finding their twin lacks, and cases with each kind. */
 function measureSet(path: string, referenceByName: Map<string, string>) {
   const cases = readFileSync(path, 'utf8')
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l) as SetCase);
   const attackTool = new Map(cases.filter((c) => c.label === 'injected').map((c) => [c.pair_id, c.poisoned_tool ?? null]));
-  const rows = new Map<string, { cases: number; any: number; namingTool: number; kinds: Record<string, number> }>();
-  for (const c of cases) {
+  const rows = new Map<string, { cases: number; any: number; namingTool: number; beyondTwin: number; kinds: Record<string, number> }>();
+  const reviewed = cases.map((c) => {
     const tool = attackTool.get(c.pair_id) ?? null;
-    const findings = reviewServers(caseServers(c, ADDED_TOOL_ATTACKS.has(c.attack_type) ? tool : null, referenceByName));
+    return { c, tool, findings: reviewServers(caseServers(c, ADDED_TOOL_ATTACKS.has(c.attack_type) ? tool : null, referenceByName)) };
+  });
+  // A finding names its kind, tool and place; the twin has the same tools, so one it lacks comes from the attack's text.
+  const keyOf = (f: DefinitionFinding) => `${f.kind} ${f.server} ${f.tool} ${f.where ?? ''} ${f.related?.tool ?? ''}`;
+  const keysByCase = new Map(reviewed.map((r) => [r.c.id, new Set(r.findings.map(keyOf))]));
+  const twinOf = new Map(reviewed.map((r) => [r.c.id, reviewed.find((x) => x.c.pair_id === r.c.pair_id && x.c.id !== r.c.id)?.c.id ?? null]));
+  for (const { c, tool, findings } of reviewed) {
     const key = `${c.attack_type} ${c.label}`;
-    const row = rows.get(key) ?? { cases: 0, any: 0, namingTool: 0, kinds: {} };
+    const row = rows.get(key) ?? { cases: 0, any: 0, namingTool: 0, beyondTwin: 0, kinds: {} };
     row.cases += 1;
     if (findings.length > 0) row.any += 1;
+    const twin = keysByCase.get(twinOf.get(c.id) ?? '') ?? new Set<string>();
+    if (findings.some((f) => !twin.has(keyOf(f)))) row.beyondTwin += 1;
     if (tool !== null && findings.some((f) => f.tool === tool || f.related?.tool === tool)) row.namingTool += 1;
     for (const kind of new Set(findings.map((f) => f.kind))) row.kinds[kind] = (row.kinds[kind] ?? 0) + 1;
     rows.set(key, row);
@@ -128,9 +136,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   console.log(`BFCL records (${real.bfclRecords}): ${real.bfcl.length} findings ${count(real.bfcl)}`);
   const referenceByName = new Map(referenceServers().map((s) => s.tools.map((t) => [t.name, s.server.split('@')[0]!] as const)).flat());
   for (const path of process.argv.slice(2)) {
-    console.log(`\n${basename(path)}: attack type, label: cases, with any finding, with one naming the attack's tool; cases by kind`);
+    console.log(`\n${basename(path)}: attack type, label: cases, with any finding, with one naming the attack's tool, with one the twin lacks; cases by kind`);
     for (const [key, row] of [...measureSet(path, referenceByName)].sort(([a], [b]) => a.localeCompare(b))) {
-      console.log(`  ${key.padEnd(32)} ${String(row.cases).padStart(3)} ${String(row.any).padStart(4)} ${String(row.namingTool).padStart(4)}  ${JSON.stringify(row.kinds)}`);
+      console.log(`  ${key.padEnd(32)} ${String(row.cases).padStart(3)} ${String(row.any).padStart(4)} ${String(row.namingTool).padStart(4)} ${String(row.beyondTwin).padStart(4)}  ${JSON.stringify(row.kinds)}`);
     }
   }
 }
