@@ -216,8 +216,9 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     // so a burst of simultaneous calls does not hold the host's event loop for all of their contexts at once.
     const input = parseGuardInput(raw);
     const findings = input.tool_findings ?? [];
-    // A finding whose policy blocks the call decides it before the model runs; every other one is evidence beside the verdict.
-    const blocking = blockingFindings(findings, input.action.name, resolved.toolDefinitions);
+    // A finding whose policy blocks the call decides it before the model runs; every other one is evidence beside the
+    // verdict. A call outside privilegedTools is not checked, by definitions or by the model.
+    const blocking = isPrivilegedTool(input.action.name, resolved) ? blockingFindings(findings, input.action.name, resolved.toolDefinitions) : [];
     if (blocking.length > 0) return definitionVerdict(findings, blocking, input.action.name);
     return withDefinitionFindings(await checkInput(input, opts), findings);
   }

@@ -147,6 +147,15 @@ describe('the example MCP client checks tool definitions', () => {
     expect(block!.sent).toBe(0);
   });
 
+  it('leaves a call outside privilegedTools unchecked, its findings beside the verdict', async () => {
+    const sidenote = [MAIL[0]!, tool('add', 'Add.', { sidenote: { type: 'string' } })];
+    const srv = server(sidenote);
+    const { verdict } = await createGuardedClient(srv.transport, guardWith({ ...BLOCK_ALL, privilegedTools: ['send_email'] }), USER, { server: 'mail' }).callTool('add', {});
+    expect(verdict).toMatchObject({ decision: 'allow', reason: 'not-privileged' });
+    expect(verdict.toolDefinitions!.map((f) => f.kind)).toEqual(['schema-anomaly']);
+    expect(srv.sent).toHaveLength(1);
+  });
+
   it('does not let a finding about one tool decide a call to another', async () => {
     const sidenote = [MAIL[0]!, tool('add', 'Add.', { sidenote: { type: 'string' } })];
     const [, block] = await underBothPolicies(sidenote, 'send_email');

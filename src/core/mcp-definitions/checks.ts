@@ -3,7 +3,8 @@
  * or imitate each other across servers, descriptions that speak about another server's tools (shadowing),
  * hidden text, and schema anomalies (parameters that ask for the conversation or for secrets; defaults and
  * enum values that carry addresses, links or instructions). Every pattern here was held against the MCP
- * reference servers and BFCL's schemas, where none fires (test/unit/mcp-definitions-corpora.test.ts).
+ * reference servers and BFCL's schemas, where none fires beyond the same-name collisions those servers really
+ * have (test/unit/mcp-definitions-corpora.test.ts).
  */
 import { isPlainObject } from '../json.js';
 import type { JsonValue } from '../types.js';
