@@ -3,7 +3,8 @@
  * its own, nothing in BFCL's schemas (4,715 records, multi-turn tools split into servers by their API), and,
  * with every reference server in one client, only the same-name collisions those servers really have
  * (github's and gitlab's tools, postgres's and oracle's `query`): a client holding both would list two
- * tools of one name. Numbers: docs/evaluation.md, "2026-11-28". Reads the .xz files with the system's xz.
+ * tools of one name. Numbers: docs/evaluation.md, "Tool definitions without the model". Reads the .xz files with
+ * the system's xz.
  */
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
