@@ -10,4 +10,5 @@ export type { FileReader, ModelManifest, ModelVariant } from './engine/model-fil
 export type { ScoringMode } from './core/runtime-options.js';
 export { createGuard, DEFAULT_MODEL_URL, type CreateGuardOptions, type WorkerGuard, type WorkerLike } from './page/create-guard.js';
 export type { BackendPreference, ModelLocation } from './wire/protocol.js';
+export { createBrowserToolPins, indexedDbPinStore, PIN_DATABASE } from './page/pins-browser.js';
 export { validateRemoteProxyOptions, type RemoteProxyOptions } from './core/runtime-options.js';

@@ -18,6 +18,7 @@ export type { HubSource } from './core/runtime-options.js';
 export { pullModel, DEFAULT_HUB_ENDPOINT, type PullOptions, type PullProgress, type PulledModel } from './engine/hub-pull.js';
 export { validateRemoteProxyOptions, type RemoteProxyOptions } from './engine/remote-proxy.js';
 export { startProxyServer, type ProxyServerOptions, type RunningProxyServer } from './engine/proxy-server.js';
+export { createNodeToolPins, filePinStore, PIN_FILE_NAME } from './engine/pins-node.js';
 
 /**
  * Options of {@link createNodeGuard}: the guard's options, the runtime options (shared with createGuard),

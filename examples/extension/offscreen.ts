@@ -30,10 +30,11 @@ function guardFor(options: GuardOptions): WorkerGuard {
   return guard;
 }
 
-/** The popup's words for a verdict: the same as `edgearmor check --explain`. */
+/** The popup's words for a verdict: the same as `edgearmor check --explain`, with the tool-definition findings the input carried listed after the model's. */
 function summary(input: GuardInput, v: Verdict) {
   const findings = v.reason === 'model' ? verdictFindings(v) : [];
-  return { headline: verdictHeadline(v, findings), findings: findings.map((f) => f.label), explanation: explainVerdict(input, v) };
+  const definitions = (v.toolDefinitions ?? []).map((f) => `tool definition, ${f.kind}: ${f.text}`);
+  return { headline: verdictHeadline(v, findings), findings: [...findings.map((f) => f.label), ...definitions], explanation: explainVerdict(input, v) };
 }
 
 type Request = { target?: string; type?: string; input?: unknown; options?: GuardOptions };

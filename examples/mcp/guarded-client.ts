@@ -3,7 +3,10 @@
  *
  * The client lists the server's tools once, keeps every tools/call exchange, and before sending the next
  * call hands the guard the conversation, those exchanges, the tool list (whose descriptions are where
- * MCP tool poisoning hides) and the call (`mcpGuardInput`). A blocked call is never sent. The server here
+ * MCP tool poisoning hides) and the call (`mcpGuardInput`). A blocked call is never sent. With tool pins,
+ * the listing is checked against the definitions approved before (a changed tool is a rug pull), and
+ * against the client's other servers (collisions, shadowing); those findings reach the guard with the
+ * call, and its `toolDefinitions` options say whether they block it or are reported. The server here
  * is in memory and replays a conversation from the scenario generator; a real client would put its stdio
  * or HTTP transport behind the same `McpTransport` function.
  *
@@ -12,7 +15,18 @@
  * In your own code import from the package (`edgearmor/core`, `edgearmor/node`) instead of ../../src.
  */
 import { pathToFileURL } from 'node:url';
-import { mcpGuardInput, type Guard, type JsonValue, type Message, type Verdict } from '../../src/core/index.js';
+import {
+  fromMcpToolDefinitions,
+  mcpGuardInput,
+  reviewServers,
+  type DefinitionFinding,
+  type Guard,
+  type JsonValue,
+  type Message,
+  type ServerTools,
+  type ToolPins,
+  type Verdict,
+} from '../../src/core/index.js';
 import { createNodeGuard } from '../../src/node.js';
 import { findCase, type GuardCase } from '../../src/scenarios/index.js';
 
@@ -37,17 +51,38 @@ export interface GuardedCall {
   response: JsonRpcResponse | null;
 }
 
+/** How a client checks the tool definitions it is given. */
+export interface GuardedClientOptions {
+  /** This server's identity in the client's configuration (what pins and findings name). @defaultValue "server" */
+  server?: string;
+  /** Pins of approved definitions (createNodeToolPins in Node, createBrowserToolPins in a page): a server seen first is pinned, a later change is a finding. */
+  pins?: ToolPins;
+  /** The tools of the client's other servers, for the checks across servers (name collisions, shadowing). */
+  otherServers?: ServerTools[];
+}
+
 /** A client whose every tools/call goes through `guard` first; `messages` is the agent's conversation (system, user turns). */
-export function createGuardedClient(transport: McpTransport, guard: Pick<Guard, 'check'>, messages: Message[]) {
+export function createGuardedClient(transport: McpTransport, guard: Pick<Guard, 'check'>, messages: Message[], options: GuardedClientOptions = {}) {
+  const server = options.server ?? 'server';
   let nextId = 1;
-  let toolsList: JsonRpcResponse | undefined;
+  let listed: { toolsList: JsonRpcResponse; findings: DefinitionFinding[] } | undefined;
   const exchanges: Array<{ request: JsonRpcRequest; response: JsonRpcResponse }> = [];
+  /** Lists the server's tools and checks their definitions: against the pins, and beside the other servers. */
+  async function listTools() {
+    const toolsList = await transport({ jsonrpc: '2.0', id: nextId++, method: 'tools/list' });
+    const servers = [{ server, tools: fromMcpToolDefinitions(toolsList) }, ...(options.otherServers ?? [])];
+    const pinned = (await options.pins?.review(servers.slice(0, 1))) ?? [];
+    return { toolsList, findings: [...pinned, ...reviewServers(servers)] };
+  }
   return {
     exchanges,
+    /** The definition findings of the current listing (empty before the first call). */
+    findings: () => listed?.findings ?? [],
     async callTool(name: string, args: Record<string, JsonValue>): Promise<GuardedCall> {
-      toolsList ??= await transport({ jsonrpc: '2.0', id: nextId++, method: 'tools/list' });
+      listed ??= await listTools();
+      const { toolsList, findings } = listed;
       const request: JsonRpcRequest = { jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { name, arguments: args } };
-      const verdict = await guard.check(mcpGuardInput({ messages, exchanges, toolsList, call: request }));
+      const verdict = await guard.check(mcpGuardInput({ messages, exchanges, toolsList, call: request, server, findings }));
       if (verdict.decision === 'block') return { verdict, response: null };
       const response = await transport(request);
       exchanges.push({ request, response });

@@ -8,6 +8,7 @@
  */
 import { flaggedByCallSentences } from '../core/attribution.js';
 import { explainVerdict, verdictFindings, verdictHeadline } from '../core/explain.js';
+import type { DefinitionFinding } from '../core/mcp-definitions/types.js';
 import type { ModelOptionsStatus } from '../core/model-options.js';
 import type { GuardInput } from '../core/types.js';
 import type { Verdict } from '../core/verdict.js';
@@ -63,8 +64,9 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
   const found = v.reason === 'model' ? verdictFindings(v) : [];
   const head = `case ${id}: ${v.decision.toUpperCase()} (${verdictHeadline(v, found)}) -> ${input.action.name}`;
   const explain = options.explain ? `  explain: ${explainVerdict(input, v)}\n` : '';
+  const definitions = definitionLines(v.toolDefinitions ?? []);
   const a = v.attribution;
-  if (!a) return `${head}${v.error ? `\n  error: ${v.error.code}: ${v.error.message}` : ''}\n${explain}`;
+  if (!a) return `${head}${v.error ? `\n  error: ${v.error.code}: ${v.error.message}` : ''}\n${definitions}${explain}`;
 
   const rows: Array<{ label: string; values: string; flag: string }> = [];
   for (const x of a.variants.filter((y) => y.kind !== 'no-tool')) {
@@ -134,5 +136,20 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
       ? ''
       : "  legend: delta = drop in log P(action) when that part is removed (norm = per action token); dU = the user request's norm delta, dS = a tool result's or description's, dG = a group of results' (judged like dS, plus the group margin); " +
         'tau = margin; AIR = attention to a tool relative to the user request and the called tool\n';
-  return `${head}\n  ${rule}, tau ${a.tau}, ${a.actionTokenCount} action tokens, ${v.backend ?? ''} ${v.proxy ?? ''}\n${legend}${lines.join('\n')}\n${explain}`;
+  return `${head}\n  ${rule}, tau ${a.tau}, ${a.actionTokenCount} action tokens, ${v.backend ?? ''} ${v.proxy ?? ''}\n${legend}${lines.join('\n')}\n${definitions}${explain}`;
+}
+
+/** The tool-definition findings of a verdict, one line each (hidden text with what the model reads and what a person sees, a change with its diff), or ''. */
+export function definitionLines(findings: readonly DefinitionFinding[]): string {
+  if (findings.length === 0) return '';
+  return `${['  tool definitions (checked without the model):', ...findings.flatMap((f) => findingLines(f, '    '))].join('\n')}\n`;
+}
+
+/** One finding as lines: its kind, tool and text, then what the model reads beside what a person sees (hidden text), the words that matched, or the diff. */
+export function findingLines(f: DefinitionFinding, indent = ''): string[] {
+  const lines = [`${indent}${f.kind} ${f.server}/${f.tool}${f.decides ? '  DECIDES: blocked by its policy' : ''}: ${f.text}`];
+  if (f.model !== undefined) lines.push(`${indent}  the model reads: ${JSON.stringify(f.model)}`, `${indent}  a person sees:   ${JSON.stringify(f.person ?? '')}`);
+  else if (f.evidence !== undefined) lines.push(`${indent}  ${JSON.stringify(f.evidence)}`);
+  for (const d of f.diff ?? []) lines.push(`${indent}  ${d}`);
+  return lines;
 }

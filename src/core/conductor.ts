@@ -23,6 +23,7 @@ import { applyModelOptions, type ModelOptionsFile } from './model-options.js';
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from './options.js';
 import type { LoadedScorer, Scorer, ScoreRequest, ScorerSource } from './scorer-port.js';
 import type { GuardInput } from './types.js';
+import { blockingFindings, definitionVerdict, withDefinitionFindings } from './mcp-definitions/policy.js';
 import { buildVariants } from './variants.js';
 import type { Verdict, VerdictExtras, WindowsReport } from './verdict.js';
 import { mergeWindowVerdicts, windowedJudgeOptions, type JudgedWindow } from './window-verdict.js';
@@ -214,6 +215,15 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     // It is read (and copied) now, at the call; the context is built in a task of its own, one check per task,
     // so a burst of simultaneous calls does not hold the host's event loop for all of their contexts at once.
     const input = parseGuardInput(raw);
+    const findings = input.tool_findings ?? [];
+    // A finding whose policy blocks the call decides it before the model runs; every other one is evidence beside the
+    // verdict. A call outside privilegedTools is not checked, by definitions or by the model.
+    const blocking = isPrivilegedTool(input.action.name, resolved) ? blockingFindings(findings, input.action.name, resolved.toolDefinitions) : [];
+    if (blocking.length > 0) return definitionVerdict(findings, blocking, input.action.name);
+    return withDefinitionFindings(await checkInput(input, opts), findings);
+  }
+
+  async function checkInput(input: GuardInput, opts: CheckOptions): Promise<Verdict> {
     await admit();
     const context = buildContext(input, resolved);
     const plan = planCheck(context, resolved);

@@ -170,10 +170,20 @@ export class MindGuardError extends EdgeArmorError {
   }
 }
 
+/** A tool-definition pin store that cannot be read as written (unparseable, another schema, or an integrity hash that does not match): may indicate tampering, never re-trusted silently. */
+export class PinStoreError extends EdgeArmorError {
+  declare readonly code: 'integrity-mismatch';
+  constructor(message: string, details: JsonObject = {}, options?: { cause?: unknown }) {
+    super('integrity-mismatch', message, details, options);
+    this.name = 'PinStoreError';
+  }
+}
+
 /** Subclasses that share a code with another class, rebuilt by name so they keep their class across the worker boundary. */
 const CLASS_BY_NAME: Readonly<Record<string, (code: ErrorCode, message: string, details: JsonObject) => EdgeArmorError | null>> = Object.freeze({
   MindGuardError: (code: ErrorCode, message: string, details: JsonObject) =>
     code === 'invalid-options' || code === 'invalid-input' ? new MindGuardError(code, message, details) : null,
+  PinStoreError: (code: ErrorCode, message: string, details: JsonObject) => (code === 'integrity-mismatch' ? new PinStoreError(message, details) : null),
 });
 
 type ErrorConstructorFor = new (message: string, details?: JsonObject) => EdgeArmorError;

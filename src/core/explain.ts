@@ -105,6 +105,8 @@ export function verdictHeadline(v: Verdict, found: VerdictFinding[] = verdictFin
       return 'not a privileged tool: not checked';
     case 'no-untrusted-spans':
       return 'no untrusted tool result or description to check';
+    case 'tool-definition':
+      return `tool-definition policy: ${[...new Set((v.toolDefinitions ?? []).filter((f) => f.decides).map((f) => f.kind))].join(', ')}`;
     case 'model':
       if (found.length === 0) return 'no tool result or description drives the call';
       return found.map((c) => c.label.replace(/ \(AIR .*$/, '')).join('; ');
@@ -119,7 +121,30 @@ export function explainVerdict(input: GuardInput, v: Verdict): string {
     return `${decided} by the failure policy, not by the model: the guard could not score ${call}${v.error ? ` (${v.error.code}: ${v.error.message})` : ''}.`;
   }
   if (v.reason === 'not-privileged') return `${decided} without a check: ${call} is not in the privileged tools.`;
-  if (v.reason === 'no-untrusted-spans') return `${decided}: the conversation has no untrusted tool result or tool description that could drive ${call}.`;
+  if (v.reason === 'no-untrusted-spans') return `${decided}: the conversation has no untrusted tool result or tool description that could drive ${call}.${definitionsSentence(v)}`;
+  if (v.reason === 'tool-definition') {
+    const deciding = (v.toolDefinitions ?? []).filter((f) => f.decides);
+    return `${decided} by the tool-definition policy before the model ran: ${deciding.map((f) => f.text).join('; ')}.${definitionsSentence({ toolDefinitions: (v.toolDefinitions ?? []).filter((f) => !f.decides) })}`;
+  }
+  return explainModelVerdict(input, v) + definitionsSentence(v);
+}
+
+/** The tool-definition findings beside a verdict in one sentence, or '' when there are none. */
+export function definitionsSentence(v: Pick<Verdict, 'toolDefinitions'>): string {
+  const findings = v.toolDefinitions ?? [];
+  if (findings.length === 0) return '';
+  return ` Tool definitions, checked without the model: ${findings.map((f) => `${f.text}${f.kind === 'hidden-text' && f.person !== undefined ? ` (a person sees "${clip(f.person)}"; the model reads "${clip(f.model ?? '')}")` : ''}`).join('; ')}.`;
+}
+
+/** At most 120 characters of a text, on one line. */
+const clip = (text: string) => {
+  const line = text.replace(/\s+/g, ' ');
+  return line.length > 120 ? `${line.slice(0, 120)}...` : line;
+};
+
+function explainModelVerdict(input: GuardInput, v: Verdict): string {
+  const call = input.action.name;
+  const decided = v.decision === 'block' ? 'Blocked' : 'Allowed';
   const found = verdictFindings(v);
   const windows = windowsSentence(v);
   if (found.length > 0) return `${decided}. ${found.map((c) => c.sentence).join(' ')}${windows}`;

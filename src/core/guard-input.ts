@@ -2,8 +2,9 @@
 import * as v from 'valibot';
 import { normalizeTools } from './tools.js';
 import { InvalidInputError } from './errors.js';
-import { describeValue } from './json.js';
-import { boundedArray, expecting, Json, Name, parseInput, plainObject as plainObjectWith, Text } from './input-schema.js';
+import { describeValue, isPlainObject, toJsonValue } from './json.js';
+import { boundedArray, expecting, Json, missingFrom, Name, parseInput, plainObject as plainObjectWith, Text } from './input-schema.js';
+import { DEFINITION_FINDING_KINDS, type DefinitionFinding } from './mcp-definitions/types.js';
 import { MAX_ACTION_ARGUMENTS_CHARS, MAX_FIELD_CHARS, MAX_MESSAGES, MAX_SPANS, MAX_TOOLS, MAX_TOTAL_CHARS } from './limits.js';
 import type { GuardInput, JsonValue, Message, Role, ToolCall, ToolSpec } from './types.js';
 
@@ -38,6 +39,20 @@ const ActionSchema = plainObject(
   'the proposed call {name, arguments, raw_text?}',
 );
 
+/** A tool-definition finding: its kind, server, tool and text checked, every other field kept as JSON. */
+const ToolFinding = v.pipe(
+  v.unknown(),
+  v.check(isPlainObject, expecting('a tool-definition finding {kind, server, tool, text}')),
+  v.looseObject(
+    { kind: v.picklist(DEFINITION_FINDING_KINDS, expecting(`one of ${DEFINITION_FINDING_KINDS.map((k) => `"${k}"`).join(', ')}`)), server: Text, tool: Name, text: Text },
+    missingFrom({ kind: 'the finding\'s kind', server: 'the server\'s name', tool: 'the tool\'s name', text: 'what was found' }),
+  ),
+  v.transform((f) => toJsonValue(f, 'finding') as unknown as DefinitionFinding),
+);
+
+/** Most findings one input may carry: several per tool of a full client. */
+const MAX_TOOL_FINDINGS = MAX_TOOLS * 8;
+
 const ToolNames = boundedArray(Name, MAX_TOOLS, 'an array of tool names');
 
 /** The schema of a guard case (dev.jsonl shape); extra fields are ignored, tool definitions are normalised afterwards. */
@@ -48,6 +63,7 @@ export const GuardCaseSchema = plainObject(
     untrusted_tools: v.nullish(ToolNames),
     trusted_tools: v.nullish(ToolNames),
     tools: v.nullish(boundedArray(v.unknown(), MAX_TOOLS, 'an array of tool definitions')),
+    tool_findings: v.nullish(boundedArray(ToolFinding, MAX_TOOL_FINDINGS, 'an array of tool-definition findings')),
   },
   'a guard case object {messages, action}',
 );
@@ -134,6 +150,7 @@ export function parseGuardInput(value: unknown): GuardInput {
   if (parsed.untrusted_tools !== undefined && parsed.untrusted_tools !== null) input.untrusted_tools = [...parsed.untrusted_tools];
   if (parsed.trusted_tools !== undefined && parsed.trusted_tools !== null) input.trusted_tools = [...parsed.trusted_tools];
   if (parsed.tools !== undefined && parsed.tools !== null) input.tools = normalizeTools(parsed.tools, 'input.tools');
+  if (parsed.tool_findings !== undefined && parsed.tool_findings !== null && parsed.tool_findings.length > 0) input.tool_findings = parsed.tool_findings;
   const total =
     messages.reduce((n, m) => n + m.content.length + (m.tool_name?.length ?? 0) + (m.tool_calls ?? []).reduce((k, c) => k + c.name.length + totalChars(c.arguments), 0), 0) +
     action.name.length +

@@ -26,3 +26,4 @@ export * from './tool-poisoning.js';
 export * from './webgpu-adapter.js';
 export * from './explain.js';
 export * from './familiarity.js';
+export * from './mcp-definitions/index.js';

@@ -8,7 +8,10 @@ import * as v from 'valibot';
 import { describeValue, isPlainObject } from './json.js';
 import { arrayOf, discriminated, expecting, inputError, Json, jsonObject, missingFrom, Name, parseInput, plainObject, Text } from './input-schema.js';
 import { normalizeTools } from './tools.js';
-import type { GuardInput, Message, ToolCall, ToolSpec } from './types.js';
+import { hiddenFinding, reviewServers } from './mcp-definitions/checks.js';
+import { findHiddenText, sanitizeHiddenText } from './mcp-definitions/hidden-text.js';
+import type { DefinitionFinding, ToolDefinition } from './mcp-definitions/types.js';
+import type { GuardInput, JsonObject, Message, ToolCall, ToolSpec } from './types.js';
 
 /** A JSON-RPC error object, when `value` is a response carrying one. */
 const rpcError = (value: unknown): Record<string, unknown> | null => (isPlainObject(value) && isPlainObject(value['error']) ? value['error'] : null);
@@ -44,6 +47,29 @@ export function fromMcpToolsList(response: unknown): ToolSpec[] {
   const pages = Array.isArray(response) ? response : [response];
   const tools = pages.flatMap((page, i) => parseInput(ToolsListPage, page, Array.isArray(response) ? `toolsList[${i}]` : 'toolsList').tools);
   return normalizeTools(tools, 'toolsList.tools');
+}
+
+/**
+ * One server's tool definitions as pinned and checked (name, description, input schema, annotations), from a
+ * `tools/list` response, its result `{tools}`, pages of either, or a bare array of tools; a tool may give its
+ * schema as `inputSchema` (MCP) or `parameters` (flat and OpenAI shapes).
+ */
+export function fromMcpToolDefinitions(value: unknown, where = 'toolsList'): ToolDefinition[] {
+  const bare = Array.isArray(value) && !value.some((x) => isPlainObject(x) && ('jsonrpc' in x || ('tools' in x && !('name' in x))));
+  const raw = bare ? (value as unknown[]) : (Array.isArray(value) ? value : [value]).flatMap((page, i) => parseInput(ToolsListPage, page, Array.isArray(value) ? `${where}[${i}]` : where).tools);
+  const place = bare ? where : `${where}.tools`;
+  const specs = normalizeTools(raw, place);
+  return specs.map((spec, i) => {
+    const tool = raw[i] as Record<string, unknown>;
+    const fn = isPlainObject(tool['function']) ? tool['function'] : tool;
+    const annotations = fn['annotations'];
+    if (annotations !== undefined && annotations !== null && !isPlainObject(annotations)) {
+      throw inputError(`${place}[${i}].annotations`, `received ${describeValue(annotations)}; expected an object of hints`, { received: describeValue(annotations) });
+    }
+    const definition: ToolDefinition = { name: spec.name, description: spec.description, inputSchema: spec.parameters };
+    if (isPlainObject(annotations)) definition.annotations = parseInput(Json, annotations, `${place}[${i}].annotations`) as JsonObject;
+    return definition;
+  });
 }
 
 const ToolsCall = v.pipe(
@@ -143,6 +169,14 @@ export interface McpGuardInputParts {
   toolsList: unknown;
   /** The tools/call request the agent is about to send. */
   call: unknown;
+  /** The server's identity as the client configured it, named in findings. @defaultValue "server" */
+  server?: string;
+  /**
+   * Tool-definition findings for this client (its pins' `review` and `reviewServers` over all its servers). When
+   * absent, this server's tools are reviewed alone (hidden text, schema anomalies). Findings about tool results are
+   * added either way.
+   */
+  findings?: readonly DefinitionFinding[];
 }
 
 /**
@@ -151,6 +185,7 @@ export interface McpGuardInputParts {
  * A call to a tool the server did not list is refused: a guard cannot judge a tool it has not seen.
  */
 export function mcpGuardInput(parts: McpGuardInputParts): GuardInput {
+  const server = parts.server ?? 'server';
   const tools = fromMcpToolsList(parts.toolsList);
   const action = fromMcpToolsCall(parts.call);
   if (!tools.some((t) => t.name === action.name)) {
@@ -159,9 +194,19 @@ export function mcpGuardInput(parts: McpGuardInputParts): GuardInput {
     });
   }
   const exchanges = (parts.exchanges ?? []).flatMap((x, i) => fromMcpToolResult(x.request, x.response, `exchanges[${i}]`));
-  return {
-    messages: [...(parts.messages ?? []), ...exchanges],
+  const definitions = parts.findings ?? reviewServers([{ server, tools: fromMcpToolDefinitions(parts.toolsList) }]);
+  const results = exchanges.flatMap((m) => {
+    const found = m.role === 'tool' ? findHiddenText(m.content) : null;
+    return found === null ? [] : [hiddenFinding(server, m.tool_name!, 'result', found)];
+  });
+  const findings = [...definitions, ...results];
+  // Hidden characters are removed, and tag characters spelled out, before scoring: the model then reads what the
+  // text says in plain letters, and the findings keep the original.
+  const input: GuardInput = {
+    messages: [...(parts.messages ?? []), ...exchanges.map((m) => ({ ...m, content: sanitizeHiddenText(m.content) }))],
     action,
-    tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters })),
+    tools: tools.map((t) => ({ name: t.name, description: sanitizeHiddenText(t.description), inputSchema: t.parameters })),
   };
+  if (findings.length > 0) input.tool_findings = findings;
+  return input;
 }

@@ -155,6 +155,21 @@ export const GUARD_OPTIONS = group(
       },
       'tool-poisoning signals, used when the input lists its tools',
     ),
+    toolDefinitions: group(
+      {
+        changed: option(oneOf(['report', 'block']), 'block', {
+          summary:
+            "a call to a tool whose definition changed, or that was added, since it was approved (a `definition-changed` or `tool-added` finding in the input's `tool_findings`, from the tool pins): `block` decides it before the model runs; `report` lists the finding beside the model's verdict",
+          external: { names: ['TOOL_DEFINITIONS_CHANGED'], text: 'text' },
+        }),
+        findings: option(oneOf(['report', 'block']), 'report', {
+          summary:
+            'a call to a tool that a static finding names (hidden text, a name collision, shadowing, a schema anomaly), as the tool or as the one shadowed or imitated: `block` decides it before the model runs; `report` lists it beside the verdict',
+          external: { names: ['TOOL_DEFINITIONS_FINDINGS'], text: 'text' },
+        }),
+      },
+      "what decides on the tool-definition findings a guard input carries (`tool_findings`: pinned definitions, collisions, shadowing, hidden text, schema anomalies; docs/mcp-definitions.md)",
+    ),
   },
   "the guard's options",
   [

@@ -1,3 +1,5 @@
+import type { DefinitionFinding } from './mcp-definitions/finding.js';
+
 /** A JSON primitive value. */
 export type JsonPrimitive = string | number | boolean | null;
 
@@ -68,4 +70,9 @@ export interface GuardInput {
   untrusted_tools?: string[];
   trusted_tools?: string[];
   tools?: ToolInput[];
+  /**
+   * Tool-definition findings about these tools (pins, collisions, shadowing, hidden text, schema anomalies;
+   * `mcpGuardInput` fills it): evidence in the verdict, deciding the call where the `toolDefinitions` options say.
+   */
+  tool_findings?: DefinitionFinding[];
 }

@@ -5,6 +5,7 @@
  */
 import type { ErrorCode } from './errors.js';
 import { callLogProbPerToken } from './familiarity.js';
+import type { DefinitionFinding } from './mcp-definitions/types.js';
 import type { ToolPoisoningVerdict } from './tool-poisoning.js';
 import type { Verdict } from './verdict.js';
 
@@ -58,6 +59,8 @@ export interface VerdictRecord {
   proxy: string | null;
   timings: Record<string, number>;
   error?: { name: string; code: ErrorCode; message: string; details: Record<string, unknown> };
+  /** The input's tool-definition findings (pins, collisions, shadowing, hidden text, schema anomalies), present only when it carried any; `decides` marks those whose policy blocked the call. */
+  tool_definitions?: DefinitionFinding[];
 }
 
 /** The --json record of one verdict. */
@@ -120,6 +123,7 @@ export function verdictRecord(id: string, v: Verdict): VerdictRecord {
     proxy: v.proxy ?? null,
     timings: v.timings,
     ...(v.error ? { error: v.error } : {}),
+    ...(v.toolDefinitions && v.toolDefinitions.length > 0 ? { tool_definitions: v.toolDefinitions } : {}),
   };
 }
 

@@ -2,12 +2,13 @@ import { serializeError, type WireError } from './errors.js';
 import type { AttributionResult, FlaggedSpan } from './attribution.js';
 import type { ToolPoisoningVerdict } from './tool-poisoning.js';
 import type { ResolvedGuardOptions } from './options.js';
+import type { DefinitionFinding } from './mcp-definitions/types.js';
 
 /** Whether the proposed call may run. */
 export type Decision = 'allow' | 'block';
 
 /** Why the decision was taken. */
-export type DecisionReason = 'model' | 'failure-policy' | 'not-privileged' | 'no-untrusted-spans';
+export type DecisionReason = 'model' | 'failure-policy' | 'not-privileged' | 'no-untrusted-spans' | 'tool-definition';
 
 /** The guard's answer for one proposed call: what the model found (`detected`) kept apart from what to do (`decision`). */
 export interface Verdict {
@@ -36,6 +37,8 @@ export interface Verdict {
   toolPoisoning?: ToolPoisoningVerdict;
   /** How a check too long for the proxy's window was scored in several windows (core/windows.ts); absent when it fit one. */
   windows?: WindowsReport;
+  /** The input's tool-definition findings (pins, collisions, shadowing, hidden text, schema anomalies), when it carried any; reason 'tool-definition' when their policy blocked the call. */
+  toolDefinitions?: DefinitionFinding[];
 }
 
 /** What each window of a windowed check judged, and what none did. */

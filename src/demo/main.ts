@@ -12,6 +12,8 @@ import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { Verdict } from '../core/verdict.js';
 import { explainVerdict, verdictFindings, verdictHeadline } from '../core/explain.js';
 import { familiarityLine } from '../core/familiarity.js';
+import { fromMcpToolDefinitions } from '../core/mcp.js';
+import { reviewServers, type DefinitionFinding } from '../core/mcp-definitions/index.js';
 import { DOMAINS, findCase, type GuardCase, type Message, type ScenarioPick, type ToolCall } from '../scenarios/index.js';
 import { modelUrlFromPage, ortWasmPaths } from './page-config.js';
 import { attributionChart, h, mindGuardView, sentenceShading } from './views.js';
@@ -161,6 +163,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---- verdict views ------------------------------------------------------------------------
 
+/** The conversation's tools checked without the model, as one server's (hidden text, schema anomalies); tools the guard will refuse give none here. */
+function definitionFindings(c: Conversation): DefinitionFinding[] {
+  try {
+    return c.tools ? reviewServers([{ server: 'demo', tools: fromMcpToolDefinitions(c.tools, 'tools') }]) : [];
+  } catch {
+    return [];
+  }
+}
+
 function renderVerdict(v: Verdict, input: Conversation): void {
   const el = $('verdict');
   el.dataset['decision'] = v.decision;
@@ -170,6 +181,17 @@ function renderVerdict(v: Verdict, input: Conversation): void {
   el.replaceChildren(
     h('p', { class: `decision ${v.decision}` }, h('strong', { class: 'badge' }, v.decision === 'block' ? 'Blocked' : 'Allowed'), ` ${verdictHeadline(v, findings)}`),
     ...(findings.length ? [h('ul', { class: 'findings' }, ...findings.map((f) => h('li', { 'data-kind': f.kind }, f.label)))] : []),
+    ...(v.toolDefinitions?.length
+      ? [
+          h(
+            'ul',
+            { class: 'findings definitions' },
+            ...v.toolDefinitions.map((f) =>
+              h('li', { 'data-kind': f.kind }, `${f.kind}: ${f.text}`, ...(f.model !== undefined ? [h('br'), `a person sees: ${f.person ?? ''}`, h('br'), `the model reads: ${f.model}`] : [])),
+            ),
+          ),
+        ]
+      : []),
     h('p', { class: 'explain' }, explainVerdict(input as Parameters<typeof explainVerdict>[0], v)),
     ...(v.score !== null ? [h('p', { class: 'muted', id: 'rule-score' }, ruleScoreText(v))] : []),
     ...(v.message ? [h('p', { class: 'muted' }, v.message)] : []),
@@ -245,7 +267,8 @@ async function runAgent(): Promise<void> {
     const proposal = h('li', { class: 'msg assistant proposal' }, h('span', { class: 'who' }, 'assistant proposes'), h('code', { class: 'call' }, callText(conversation.action)), h('p', { class: 'muted' }, 'Checking with the guard…'));
     chat.append(proposal);
     demo.lastInput = conversation;
-    const input = { messages: conversation.messages, action: conversation.action, ...(conversation.tools ? { tools: conversation.tools } : {}) };
+    const definitions = definitionFindings(conversation);
+    const input = { messages: conversation.messages, action: conversation.action, ...(conversation.tools ? { tools: conversation.tools } : {}), ...(definitions.length > 0 ? { tool_findings: definitions } : {}) };
     const t0 = performance.now();
     const defense = await guard.defend(input, {
       // The scripted agent, asked again on the cleaned conversation, proposes what the user asked for.
