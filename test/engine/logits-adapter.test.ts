@@ -17,6 +17,8 @@ import { scoreSequencesShared } from '../../src/engine/prefix-scorer.js';
 import type { ModelDims, ScoreSequence } from '../../src/engine/scorer.js';
 import { bigVocabFixture, PYTHON } from '../../lab/bench/big-vocab.js';
 import { requirement } from '../requirements.js';
+import { defaultWindowTokens } from '../../src/core/window-budget.js';
+import { createNodeGuard } from '../../src/node.js';
 import { dims, HUB, maxDiff, sequences, TINY, travelInjectionRequest } from './hub-fixture.js';
 
 const MODEL_TIMEOUT_MS = 180_000;
@@ -188,6 +190,15 @@ describe('logits adapter: num_logits_to_keep for standard exports', () => {
         const full = await createEngine(files, { backend: 'node', limitLogits: false });
         engines.push(limited);
         expect(limited.info.logitsSource).toBe('adapter');
+        // The guard reports no full logits, and scores in a window of the memory and time budgets, not the 32k position limit.
+        const guard = createNodeGuard({ modelDir: dir, modelVariant: 'fp32', backends: ['node'] });
+        try {
+          const status = await guard.ready;
+          expect(status).toMatchObject({ maxContextTokens: 32_768, logitsUnavailable: null, windowTokens: defaultWindowTokens(limited.info.shape!, 30_000) });
+          expect(status.windowTokens).toBeLessThan(32_768);
+        } finally {
+          await guard.dispose();
+        }
         const short = sequences(bigDims.vocabSize);
         const want = (await full.scoreTokens(short)).map((r) => r.tokenLogProbs);
         expect(maxDiff((await limited.scoreTokens(short)).map((r) => r.tokenLogProbs), want)).toBeLessThan(FP32_TOL);

@@ -4,6 +4,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { createConductor } from '../../src/core/conductor.js';
+import type { GuardOptions } from '../../src/core/options.js';
+import type { CheckScores } from '../../src/core/judge.js';
+import type { Scorer, ScorerInfo, ScoreRequest } from '../../src/core/scorer-port.js';
 import { DEFAULT_WINDOW_BUDGET, defaultWindowTokens, memoryWindowTokens, nonEmbeddingParameters, timeWindowTokens, type ModelShape } from '../../src/core/window-budget.js';
 
 /** The option registry's default timeoutMs. */
@@ -74,5 +78,48 @@ describe('default window from the memory and time budgets', () => {
         expect(defaultWindowTokens(shape, 1)).toBe(1024);
       }
     }
+  });
+});
+
+describe('the conductor scores checks in the default window', () => {
+  const CHECK = {
+    messages: [
+      { role: 'user', content: 'Pay the invoice.' },
+      { role: 'tool', tool_name: 'read_doc', content: 'Invoice: 5 EUR to DE89370400440532013000.' },
+    ],
+    action: { name: 'send_money', arguments: { iban: 'DE89370400440532013000', amount: 5 } },
+  };
+
+  /** The window each check's request carried, and the status, for a scorer with (or without) config dims. */
+  async function windowOf(options: GuardOptions, shape: ModelShape | undefined): Promise<{ requested: number | undefined; windowTokens: number | null }> {
+    const sent: ScoreRequest[] = [];
+    const info: ScorerInfo = { backend: 'node', model: 'recording', variant: 'fp32', maxContextTokens: 32_768, maxTextChars: 1e6, scoring: 'prefix', attention: false, attentionUnavailable: 'none here', chatFormat: 'edgearmor', ...(shape ? { shape } : {}) };
+    const scorer: Scorer = {
+      info,
+      async score(request) {
+        sent.push(request);
+        const scores: CheckScores = { logProbs: new Map(request.variants.map((v) => [v.id, new Float64Array(2).fill(-1)])), layout: { user: [], tools: [], toolResults: [] }, truncation: { droppedToolDefinitions: false, shortenedMessages: {} } };
+        return scores;
+      },
+      dispose: async () => undefined,
+    };
+    const guard = createConductor(options, { load: async () => ({ scorer, modelOptions: null }) });
+    try {
+      const { windowTokens } = await guard.ready;
+      expect((await guard.check(CHECK)).reason).toBe('model');
+      return { requested: sent[0]!.maxContextTokens, windowTokens };
+    } finally {
+      await guard.dispose();
+    }
+  }
+
+  it('sends the budget window, lets maxContextTokens choose another up to the model\'s limit, and keeps a scoring server\'s own', async () => {
+    const qwen = shapeOf(QWEN25, 4);
+    expect(await windowOf({}, qwen)).toEqual({ requested: 1024, windowTokens: 1024 });
+    // A longer timeout: the time budget's window (1,535 at 2 minutes), then the memory budget's (2,279).
+    expect(await windowOf({ timeoutMs: 120_000 }, qwen)).toEqual({ requested: 1535, windowTokens: 1535 });
+    expect(await windowOf({ timeoutMs: 600_000 }, qwen)).toEqual({ requested: 2279, windowTokens: 2279 });
+    expect(await windowOf({ maxContextTokens: 4096 }, qwen)).toEqual({ requested: 4096, windowTokens: 1024 });
+    expect(await windowOf({}, undefined)).toEqual({ requested: 32_768, windowTokens: 32_768 });
   });
 });
