@@ -16,7 +16,7 @@
  * [batch, sequence, hidden] (MatMul keeps the rank of its input with a 2-D weight). Anything else is left
  * as it is, with the reason, and the scorers size their passes by every position's logits.
  */
-import { appendToGraph, defaultOpset, INT64, readModel, replaceNodeInputs, type GraphProto, type ModelProto, type NodeProto, type ReadNode } from './onnx-proto.js';
+import { appendToGraph, defaultOpset, INT64, readModel, spliceNodeInputs, type GraphProto, type ModelProto, type NodeProto, type ReadNode } from './onnx-proto.js';
 
 /** The input the adapter adds, as EdgeArmor's export names it. */
 export const KEEP_INPUT = 'num_logits_to_keep';
@@ -126,7 +126,7 @@ export function keepLogits(model: Uint8Array): LogitsAdaptation {
   const c = (name: string) => `edgearmor/logits/${name}`;
   const [hidden, ...weights] = head.input as [string, ...string[]];
   // starts = [-K] along axis 1: the last K positions, every position when K is 0 or exceeds the sequence.
-  const rewired = replaceNodeInputs(model, decoded, head, [c('kept'), ...weights]);
+  const rewired = spliceNodeInputs(model, decoded, head, [c('kept'), ...weights]);
   return {
     ok: true,
     head: head.name ?? head.output[0]!,

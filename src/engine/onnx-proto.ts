@@ -211,8 +211,11 @@ export interface GraphAddition {
   initializer?: Array<{ name: string; dims: number[]; values: number[] }>;
 }
 
-/** Appends nodes, inputs, outputs and int64 initializers to a model's graph without re-encoding its bytes. */
-export function appendToGraph(model: Uint8Array, addition: GraphAddition): Uint8Array {
+/**
+ * Appends nodes, inputs, outputs and int64 initializers to a model's graph without re-encoding its bytes. The model
+ * may be given in parts (views of other buffers, as {@link spliceNodeInputs} returns), joined in the one copy made.
+ */
+export function appendToGraph(model: Uint8Array | readonly Uint8Array[], addition: GraphAddition): Uint8Array {
   const w = Writer.create();
   tag(w, 7, LEN).fork();
   for (const n of addition.node ?? []) {
@@ -239,7 +242,7 @@ export function appendToGraph(model: Uint8Array, addition: GraphAddition): Uint8
     w.ldelim();
   }
   w.ldelim();
-  return concat([model, w.finish()]);
+  return concat([...(model instanceof Uint8Array ? [model] : model), w.finish()]);
 }
 
 function concat(parts: readonly Uint8Array[]): Uint8Array {
@@ -258,10 +261,11 @@ function varint(n: number): Uint8Array {
 }
 
 /**
- * The model with one node's inputs replaced: the node is re-encoded with its other fields (attributes, doc
- * string...) copied byte for byte, and the graph field that holds it gets its new length; nothing else changes.
+ * The model with one node's inputs replaced, as parts to join (views of `bytes` around the changed node, so a large
+ * model is not copied here): the node is re-encoded with its other fields (attributes, doc string...) copied byte
+ * for byte, and the graph field that holds it gets its new length; nothing else changes.
  */
-export function replaceNodeInputs(bytes: Uint8Array, model: ModelProto, node: ReadNode, inputs: readonly string[]): Uint8Array {
+export function spliceNodeInputs(bytes: Uint8Array, model: ModelProto, node: ReadNode, inputs: readonly string[]): Uint8Array[] {
   const r = Reader.create(bytes);
   r.pos = node.span.start + 1; // the node field's tag is one byte
   const parts: Uint8Array[] = [];
@@ -283,6 +287,7 @@ export function replaceNodeInputs(bytes: Uint8Array, model: ModelProto, node: Re
   const graph = model.graphSpans[node.graph]!;
   r.pos = graph.start + 1;
   r.uint32();
-  const graphBody = concat([bytes.subarray(r.pos, node.span.start), Uint8Array.of((1 << 3) | LEN), varint(body.byteLength), body, bytes.subarray(node.span.end, graph.end)]);
-  return concat([bytes.subarray(0, graph.start), Uint8Array.of((7 << 3) | LEN), varint(graphBody.byteLength), graphBody, bytes.subarray(graph.end)]);
+  const graphBody = [bytes.subarray(r.pos, node.span.start), Uint8Array.of((1 << 3) | LEN), varint(body.byteLength), body, bytes.subarray(node.span.end, graph.end)];
+  const graphLength = graphBody.reduce((a, p) => a + p.byteLength, 0);
+  return [bytes.subarray(0, graph.start), Uint8Array.of((7 << 3) | LEN), varint(graphLength), ...graphBody, bytes.subarray(graph.end)];
 }
