@@ -101,7 +101,7 @@ export function findLmHead(model: ModelProto): { head: ReadNode } | { reason: st
     }
     const [activations, ...weights] = node.input;
     if (activations === undefined || constant(activations)) return { reason: `the LM head "${node.name ?? ''}" has no hidden-state input` };
-    if (!weights.every(constant)) return { reason: `the LM head "${node.name ?? ''}" has weights computed from the graph's inputs, so its rows cannot be told apart` };
+    if (!weights.every(constant)) return { reason: `the LM head "${node.name ?? ''}" has weights that are not constant (computed from the graph's inputs, or initializers a feed may override), so its rows cannot be told apart` };
     const shared = path.find((t) => graph.output.some((o) => o.name === t) || graph.node.filter((n) => n.input.includes(t)).length > 1);
     if (shared !== undefined) return { reason: `"${shared}", between the LM head and "logits", is also read elsewhere` };
     return { head: node };

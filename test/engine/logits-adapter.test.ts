@@ -118,7 +118,11 @@ describe('logits adapter: num_logits_to_keep for standard exports', () => {
     expect(findLmHead(tail({ bias: 'constant' }))).toMatchObject({ head: { op_type: 'MatMul' } });
     expect(findLmHead(tail({ head: 'MatMulNBits' }))).toEqual({ reason: 'the node computing "logits" is MatMulNBits ("MatMulNBits"), not a MatMul or MatMulNBits LM head' });
     expect(findLmHead(tail({ head: 'Gemm' }))).toEqual({ reason: 'the node computing "logits" is Gemm ("Gemm"), not a MatMul or MatMulNBits LM head' });
-    expect(findLmHead(tail({ weight: 'input_ids' }))).toEqual({ reason: 'the LM head "MatMul" has weights computed from the graph\'s inputs, so its rows cannot be told apart' });
+    expect(findLmHead(tail({ weight: 'input_ids' }))).toEqual({ reason: 'the LM head "MatMul" has weights that are not constant (computed from the graph\'s inputs, or initializers a feed may override), so its rows cannot be told apart' });
+    // An initializer listed as a graph input (old IR versions list them all) can be fed: not a constant weight.
+    const overridable = tail();
+    overridable.graph!.input.push({ name: 'embed', rank: 2 });
+    expect(findLmHead(overridable)).toMatchObject({ reason: expect.stringMatching(/^the LM head "MatMul" has weights that are not constant/) });
     expect(findLmHead(tail({ bias: 'input' }))).toEqual({ reason: 'the Add node "Add" before "logits" does not add a constant bias' });
     expect(findLmHead(tail({ rank: 2 }))).toEqual({ reason: 'the "logits" output is declared with rank 2, not [batch, sequence, vocabulary]' });
     expect(findLmHead(tail({ rank: -1 }))).toEqual({ reason: 'the "logits" output is declared with no shape, not [batch, sequence, vocabulary]' });
