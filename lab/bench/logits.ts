@@ -7,7 +7,7 @@
  * RSS above the level before the first run (lab/bench/memory.ts). About a minute here, most of it the full-logits
  * way (two with --timed).
  *
- * `npx tsx lab/bench/logits.ts [--tokens N] [--timed]` (default 5000). Prints one line per way and a JSON summary last.
+ * `npx tsx lab/bench/logits.ts [--tokens N] [--timed] [--way full-logits|kept-logits]` (default 5000, both ways). Prints one line per way and a JSON summary last.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +37,8 @@ interface WayResult {
   forwardPasses: number;
   computedTokens: number;
   peakRssMiB: number;
+  /** The child's whole RSS at its peak: the level before the run plus peakRssMiB. */
+  peakProcessRssMiB: number;
 }
 
 /** The check's variants: full, and without the user request and two 500-token results. */
@@ -59,6 +61,7 @@ async function runWay(way: Way, tokens: number, timed: boolean): Promise<WayResu
   const seqs = check(tokens, dims.vocabSize);
   let stats = { logitRows: 0, forwardPasses: 0, computedTokens: 0 };
   let firstMs = 0;
+  const before = process.memoryUsage.rss() / 2 ** 20;
   const peakRssMiB = await peakRssDelta(async () => {
     const t0 = performance.now();
     stats = (await scoreSequencesShared(session, dims, seqs)).stats;
@@ -71,7 +74,7 @@ async function runWay(way: Way, tokens: number, timed: boolean): Promise<WayResu
     timedMs = performance.now() - t1;
   }
   await session.release();
-  return { way, firstMs, timedMs, logitRows: stats.logitRows, forwardPasses: stats.forwardPasses, computedTokens: stats.computedTokens, peakRssMiB };
+  return { way, firstMs, timedMs, logitRows: stats.logitRows, forwardPasses: stats.forwardPasses, computedTokens: stats.computedTokens, peakRssMiB, peakProcessRssMiB: before + peakRssMiB };
 }
 
 function child(way: Way, tokens: number, timed: boolean): Promise<WayResult | { way: Way; error: string }> {
@@ -88,7 +91,7 @@ function child(way: Way, tokens: number, timed: boolean): Promise<WayResult | { 
   });
 }
 
-const { values } = parseArgs({ options: { tokens: { type: 'string', default: '5000' }, child: { type: 'string' }, timed: { type: 'boolean', default: false } } });
+const { values } = parseArgs({ options: { tokens: { type: 'string', default: '5000' }, child: { type: 'string' }, timed: { type: 'boolean', default: false }, way: { type: 'string' } } });
 const tokens = Number(values.tokens);
 if (!Number.isInteger(tokens) || tokens < 4000) throw new Error(`--tokens: received ${String(values.tokens)}; allowed: an integer >= 4000 (the check removes tokens 3000-3500).`);
 if (values.child !== undefined) {
@@ -97,13 +100,14 @@ if (values.child !== undefined) {
 } else {
   bigVocabFixture();
   const results = [];
-  for (const way of WAYS) {
+  if (values.way !== undefined && !WAYS.includes(values.way as Way)) throw new Error(`--way: received ${values.way}; allowed: ${WAYS.join(', ')}`);
+  for (const way of values.way === undefined ? WAYS : [values.way as Way]) {
     const r = await child(way, tokens, values.timed);
     results.push(r);
     if ('error' in r) process.stdout.write(`${way}: ${r.error}\n`);
     else {
       process.stdout.write(
-        `${way}: first ${r.firstMs.toFixed(0)} ms${r.timedMs === null ? '' : `, timed ${r.timedMs.toFixed(0)} ms`}, logits rows ${r.logitRows}, passes ${r.forwardPasses}, computed tokens ${r.computedTokens}, peak RSS +${r.peakRssMiB.toFixed(0)} MiB\n`,
+        `${way}: first ${r.firstMs.toFixed(0)} ms${r.timedMs === null ? '' : `, timed ${r.timedMs.toFixed(0)} ms`}, logits rows ${r.logitRows}, passes ${r.forwardPasses}, computed tokens ${r.computedTokens}, peak RSS +${r.peakRssMiB.toFixed(0)} MiB (${r.peakProcessRssMiB.toFixed(0)} MiB in all)\n`,
       );
     }
   }
