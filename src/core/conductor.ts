@@ -28,6 +28,7 @@ import { buildVariants } from './variants.js';
 import type { Verdict, VerdictExtras, WindowsReport } from './verdict.js';
 import { mergeWindowVerdicts, windowedJudgeOptions, type JudgedWindow } from './window-verdict.js';
 import { planWindows, surelyFits, windowContext, type WindowPlan } from './windows.js';
+import { defaultWindowTokens } from './window-budget.js';
 
 /** A guard with the sentence scorer the local redactor needs (what a conductor is, wherever it runs). */
 export interface LocalGuard extends Guard {
@@ -39,6 +40,8 @@ export interface LocalGuard extends Guard {
 interface Ready {
   scorer: Scorer;
   options: ResolvedGuardOptions;
+  /** The window checks are scored in when the maxContextTokens option is not set. */
+  windowTokens: number;
 }
 
 /** The scores with the conductor's own cut joined to the scorer's truncation report. */
@@ -67,6 +70,8 @@ export function loadingStatus(fallbackReason: string | null = null, familiarityT
     model: null,
     variant: null,
     maxContextTokens: null,
+    windowTokens: null,
+    logitsUnavailable: null,
     attention: false,
     scoring: null,
     modelOptions: null,
@@ -113,6 +118,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     const { info } = loaded.scorer;
     const judged = withModelOptions(loaded.modelOptions);
     const reason = [status.fallbackReason, loaded.fallbackReason].filter(Boolean).join('; ');
+    const windowTokens = info.shape ? Math.min(info.maxContextTokens, defaultWindowTokens(info.shape, judged.timeoutMs)) : info.maxContextTokens;
     Object.assign(status, {
       state: 'ready',
       backend: info.backend,
@@ -120,13 +126,15 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
       model: info.model,
       variant: info.variant,
       maxContextTokens: info.maxContextTokens,
+      windowTokens,
+      logitsUnavailable: info.logitsUnavailable ?? null,
       attention: info.attention,
       scoring: info.scoring,
       familiarity: emptyFamiliarity(judged.familiarityThreshold),
     } satisfies Partial<GuardStatus>);
     source.onProgress?.({ type: 'session', backend: info.backend });
     source.onProgress?.({ type: 'ready', status: { ...status } });
-    return { scorer: loaded.scorer, options: judged };
+    return { scorer: loaded.scorer, options: judged, windowTokens };
   }
 
   const ready: Promise<Ready> = (async () => markReady(await source.load()))();
@@ -143,12 +151,12 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
   /** The model's part of a check, under the call's deadline signal. */
   async function scoreAndJudge(context: StructuredContext, plan: Extract<CheckPlan, { verdict: null }>, signal: AbortSignal): Promise<Verdict> {
     const t0 = now();
-    const { scorer, options: judged } = await ready;
+    const { scorer, options: judged, windowTokens } = await ready;
     signal.throwIfAborted();
     const tLoaded = now();
     // Texts no window could hold are cut now, so planning, the copy to the scorer and the judge handle at most a window's worth of each.
     const cut = await cutLongTexts(context, scorer.info.maxTextChars, scorer.info.maxContextTokens, signal);
-    const budget = Math.min(scorer.info.maxContextTokens, judged.maxContextTokens ?? Infinity);
+    const budget = Math.min(scorer.info.maxContextTokens, judged.maxContextTokens ?? windowTokens);
     const common = { actionText: resolved.actionText, maxContextTokens: budget, signal };
     // A check that may not fit is measured first (nothing scored), and scored in windows when it does not.
     const measure = scorer.info.chatFormat !== 'edgearmor' || !surelyFits(cut.context, budget);

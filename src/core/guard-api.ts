@@ -27,6 +27,18 @@ export interface GuardStatus {
   /** The model file variant in use ('q4', 'fp32', 'fp16', 'q4f16'), or 'remote' for a remote proxy. */
   variant: string | null;
   maxContextTokens: number | null;
+  /**
+   * The window a check is scored in when the maxContextTokens option is not set: the model's, or less where the
+   * memory and time budgets would not allow it (core/window-budget.ts); a longer check is scored in several
+   * windows. null before loading.
+   */
+  windowTokens: number | null;
+  /**
+   * Why the model computes logits for every position, over its whole vocabulary (a standard export without
+   * num_logits_to_keep whose LM head the logits adapter could not rewrite): its passes are sized by them. null
+   * when only the scored positions' logits are computed, before loading, and for a remote proxy.
+   */
+  logitsUnavailable: string | null;
   /** Whether the model exposes attention rows (MindGuard). */
   attention: boolean;
   /**

@@ -8,6 +8,7 @@ import type { CheckScores, ScorerCapabilities } from './judge.js';
 import type { ModelOptionsFile } from './model-options.js';
 import type { ActionTextMode } from './options.js';
 import type { Variant } from './variants.js';
+import type { ModelShape } from './window-budget.js';
 
 /** What a loaded scorer is and can do (plain data: it goes into the guard's status). */
 export interface ScorerInfo extends ScorerCapabilities {
@@ -22,6 +23,10 @@ export interface ScorerInfo extends ScorerCapabilities {
   maxTextChars: number;
   /** How the variants of a check are scored; null when a scoring server runs them. */
   scoring: 'prefix' | 'naive' | null;
+  /** The model's dims, from which the default window is chosen (window-budget.ts); absent for a scoring server, whose window is the model's. */
+  shape?: ModelShape;
+  /** Why the model computes logits for every position (engine/logits-adapter.ts could not rewrite its LM head); null or absent when only the scored positions' are. */
+  logitsUnavailable?: string | null;
 }
 
 /** One scoring request: the variants of one check, or sentence ablations of one message (`replacements`). */

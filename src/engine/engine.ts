@@ -8,9 +8,11 @@ import { validateRuntimeOptions, type ModelRuntimeOptions, type ScoringMode } fr
 import type { Scorer, ScoreRequest } from '../core/scorer-port.js';
 import type { BackendName } from '../core/guard-api.js';
 import type { ContextSizes } from '../core/windows.js';
+import type { ModelShape } from '../core/window-budget.js';
 import { encodeSegmentedCall, templateContextSizes, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
 import { encodeTemplateCall } from './template-format.js';
 import { exposeAttentionCached, type AttentionAdaptation } from './attention-adapter.js';
+import { KEEP_INPUT, keepLogits, type LogitsAdaptation } from './logits-adapter.js';
 import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
 import { checkPositiveIntegerOption, scoreSequencesShared } from './prefix-scorer.js';
@@ -36,6 +38,11 @@ export interface EngineOptions extends Pick<ModelRuntimeOptions, 'wasmThreads' |
    * them; models with EdgeArmor's export have them already. @defaultValue true
    */
   exposeAttention?: boolean;
+  /**
+   * Give standard decoder exports a `num_logits_to_keep` input (logits-adapter.ts), so the LM head runs on
+   * the scored positions only; models with EdgeArmor's export have it already. @defaultValue true
+   */
+  limitLogits?: boolean;
 }
 
 /** The plan a scoring mode resolves to on a backend, with its per-pass budgets. */
@@ -77,8 +84,14 @@ export interface EngineInfo {
   attentionSource: 'export' | 'adapter' | null;
   /** Why a model without attention rows has none (e.g. fused attention kernels). */
   attentionUnavailable: string | null;
+  /** Where `num_logits_to_keep` comes from: EdgeArmor's export, or the logits adapter over a standard export; null when every position's logits are computed. */
+  logitsSource: 'export' | 'adapter' | null;
+  /** Why every position's logits are computed (no num_logits_to_keep and no LM head the adapter could rewrite); null when only the scored ones are. */
+  logitsUnavailable: string | null;
   /** How guard calls are rendered: EdgeArmor's chat format, or the model's (or the caller's) chat template. */
   chatFormat: ChatFormat;
+  /** The model's dims, from which the conductor chooses the default window (core/window-budget.ts); absent for a scoring server. */
+  shape?: ModelShape;
   /** The plan variants are scored with ({@link scoringPlan}); null when a scoring server runs them. */
   scoring: ScoringPlan['scoring'] | null;
 }
@@ -252,13 +265,17 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
       });
     }
   };
+  const sha256 = files.manifest.files[VARIANT_FILES[files.variant]]?.sha256 ?? '';
+  const logits: LogitsAdaptation = options.limitLogits === false ? { ok: false, reason: 'the logits adapter is turned off (limitLogits: false)' } : keepLogits(files.onnx);
+  let logitsUnavailable = logits.ok || logits.native ? null : logits.reason;
+  const base = logits.ok ? logits.model : files.onnx;
   let attentionUnavailable: string | null = null;
   let session: OrtSession | undefined;
   let source: EngineInfo['attentionSource'] = null;
   const adaptation: AttentionAdaptation =
     options.exposeAttention === false
       ? { ok: false, reason: 'the attention adapter is turned off (exposeAttention: false)' }
-      : exposeAttentionCached(files.onnx, files.manifest.files[VARIANT_FILES[files.variant]]?.sha256 ?? '', dims.numLayers);
+      : exposeAttentionCached(base, logits.ok ? `${sha256}:logits` : sha256, dims.numLayers);
   if (adaptation.ok) {
     try {
       session = await open(adaptation.model);
@@ -270,11 +287,19 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   } else if (!adaptation.native) {
     attentionUnavailable = adaptation.reason;
   }
+  if (!session && logits.ok) {
+    try {
+      session = await open(base);
+    } catch (e) {
+      logitsUnavailable = `the logits adapter's graph did not load (${(e as Error).message})`;
+    }
+  }
   session ??= await open(files.onnx);
   const attention = session.outputNames.some((n) => n.startsWith('attentions.'));
   if (attention && source === null) source = 'export';
   if (isFloat16Variant(files.variant)) dims.kvType = 'float16';
-  dims.fullLogits = !session.inputNames.includes('num_logits_to_keep');
+  dims.fullLogits = !session.inputNames.includes(KEEP_INPUT);
+  const logitsSource: EngineInfo['logitsSource'] = dims.fullLogits ? null : logits.ok ? 'adapter' : 'export';
   const info: EngineParts['info'] = {
     model: files.manifest.model,
     backend: options.backend,
@@ -283,7 +308,19 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
     attention,
     attentionSource: attention ? source : null,
     attentionUnavailable: attention ? null : attentionUnavailable,
+    logitsSource,
+    logitsUnavailable: dims.fullLogits ? (logitsUnavailable ?? 'the model returns logits for every position') : null,
     scoring: plan.scoring,
+    shape: {
+      layers: dims.numLayers,
+      heads: dims.numHeads,
+      kvHeads: dims.numKeyValueHeads,
+      headDim: dims.headDim,
+      hidden: dims.hiddenSize ?? dims.numHeads * dims.headDim,
+      intermediate: dims.intermediateSize ?? 4 * (dims.hiddenSize ?? dims.numHeads * dims.headDim),
+      kvElementBytes: dims.kvType === 'float16' ? 2 : 4,
+      maxPositions: dims.maxPositions,
+    },
   };
   return engineFromParts({
     info,

@@ -60,7 +60,7 @@ export interface PrefixScoreStats {
   peakEstimatedBytes: number;
   /** Sum over computed tokens of the keys each attends to (past + itself), for FLOP counts. */
   attendedKeys: number;
-  /** Logits rows materialised (rows x num_logits_to_keep), for FLOP counts. */
+  /** Logits rows the model returned (rows x num_logits_to_keep, or rows x new tokens without it), for FLOP and memory counts. */
   logitRows: number;
 }
 
@@ -274,7 +274,6 @@ async function forward(call: Call, rows: readonly RowJob[]): Promise<RowOutput[]
     stats.computedTokens += s;
     stats.attendedKeys += s * j.pastLength + (s * (s + 1)) / 2;
   });
-  stats.logitRows += b * keep;
   const feeds: Record<string, Tensor> = {
     input_ids: session.makeInt64(ids, [b, S]),
     attention_mask: session.makeInt64(mask, [b, T]),
@@ -318,6 +317,8 @@ async function forward(call: Call, rows: readonly RowJob[]): Promise<RowOutput[]
   const logits = out['logits']!;
   const logitData = floatValues(await tensorData(logits), logits.type);
   const [, K, V] = logits.dims as [number, number, number];
+  // What the graph returned: b x keep with num_logits_to_keep, b x S for a model that returns every position's.
+  stats.logitRows += b * K;
   // Presents by the past input they become (a single row's presents are its cache as they are).
   const presentTensors = new Map<string, Tensor>();
   if (wantKv) {

@@ -156,6 +156,9 @@ export async function createRemoteEngine(files: TokenizerModelFiles, options: Re
       scoring: null,
       attentionSource: null,
       attentionUnavailable: 'a remote proxy returns log-probs only',
+      // The server decides which logits it computes.
+      logitsSource: null,
+      logitsUnavailable: null,
     },
     tokenizer,
     ...(format ? { format } : {}),

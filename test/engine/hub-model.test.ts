@@ -5,27 +5,21 @@
  * attention adapter gives MindGuard the attention rows EdgeArmor's export would.
  */
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidOptionsError, ModelLoadError } from '../../src/core/errors.js';
 import { appendToGraph, exposeAttention } from '../../src/engine/attention-adapter.js';
-import { buildContext } from '../../src/core/context.js';
-import { resolveOptions } from '../../src/core/options.js';
-import { buildVariants } from '../../src/core/variants.js';
-import { createEngine, dimsFromConfig, type ProxyEngine, type ScoreRequest } from '../../src/engine/engine.js';
+import { createEngine, type ProxyEngine } from '../../src/engine/engine.js';
 import { directoryReader } from '../../src/engine/files-node.js';
 import { float16ToFloat32 } from '../../src/engine/float16.js';
 import { loadModelFiles, type ModelVariant } from '../../src/engine/model-files.js';
 import { createOrtSession, type Backend } from '../../src/engine/ort-session.js';
 import { estimateForwardBytes } from '../../src/engine/scorer.js';
-import { scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer.js';
+import { scoreSequences } from '../../src/engine/scorer.js';
 import { createNodeGuard } from '../../src/node.js';
 import { findCase } from '../../src/scenarios/index.js';
 import { STRICT_TEMPLATE, TOOL_TURNS_TEMPLATE } from './chatml-fixture.js';
+import { dims, HUB, maxDiff, NOPOS, sequences, TINY, travelInjectionRequest } from './hub-fixture.js';
 
-const HUB = fileURLToPath(new URL('../fixtures/tiny-proxy-hub/', import.meta.url));
-const TINY = fileURLToPath(new URL('../fixtures/tiny-proxy/', import.meta.url));
-const NOPOS = fileURLToPath(new URL('../fixtures/tiny-proxy-hub-nopos/', import.meta.url));
 const MODEL_TIMEOUT_MS = 120_000;
 // Same weights and graph math: only float rounding differs between the two exports.
 const SAME_WEIGHTS_TOL = 1e-4;
@@ -33,24 +27,6 @@ const SAME_WEIGHTS_TOL = 1e-4;
 const FP16_TOL = 0.05;
 // fp16 rounding differs with batch shape (padding, chunking), so the two paths agree to fp16's precision.
 const FP16_PATHS_TOL = 5e-3;
-
-const config = JSON.parse(readFileSync(`${TINY}config.json`, 'utf8')) as Record<string, number>;
-const dims: ModelDims = dimsFromConfig(config, config['pad_token_id']!);
-
-function sequences(): ScoreSequence[] {
-  let s = 7;
-  const next = () => ((s = (s * 1664525 + 1013904223) >>> 0), 16 + (s % (dims.vocabSize - 16)));
-  return [40, 90, 17].map((n, i) => ({ context: [0, ...Array.from({ length: n }, next)], action: Array.from({ length: 4 + i }, next) }));
-}
-
-/** The engine request of the demo's travel / injection case: every leave-one-out variant, tool descriptions included. */
-function travelInjectionRequest(): ScoreRequest {
-  const c = findCase('travel', 'injection', 1)!;
-  const context = buildContext({ messages: c.messages, action: c.action, tools: c.tools } as never, resolveOptions());
-  return { context, variants: buildVariants(context, { toolLeaveOneOut: true }), actionText: 'template', withAttention: false };
-}
-
-const maxDiff = (a: Float64Array[], b: Float64Array[]) => Math.max(...a.flatMap((x, i) => Array.from(x, (v, j) => Math.abs(v - b[i]![j]!))));
 
 describe('hub-layout decoders (onnx-community names, external data, no extensions)', () => {
   const engines: ProxyEngine[] = [];

@@ -35,7 +35,7 @@ function installStub(next: Verdict | { code: 'integrity-mismatch' }): void {
   const wire = (v: Verdict | { code: 'integrity-mismatch' }) =>
     'code' in v ? { ok: false as const, error: { name: 'IntegrityError', code: v.code, message: 'model file hash mismatch: may indicate tampering', details: { file: 'onnx/model_q4.onnx' } } } : { ok: true as const, value: v };
   const harness: Partial<GuardHarness> = {
-    start: async () => ('code' in next ? (wire(next) as { ok: false; error: WireError }) : { ok: true, value: { state: 'ready', backend: 'wasm', fallbackReason: null, model: 'm', variant: 'q4', maxContextTokens: 1024, attention: false, scoring: 'prefix', modelOptions: null, familiarity: { threshold: null, checks: 0, below: 0 } } }),
+    start: async () => ('code' in next ? (wire(next) as { ok: false; error: WireError }) : { ok: true, value: { state: 'ready', backend: 'wasm', fallbackReason: null, model: 'm', variant: 'q4', maxContextTokens: 1024, windowTokens: 1024, logitsUnavailable: null, attention: false, scoring: 'prefix', modelOptions: null, familiarity: { threshold: null, checks: 0, below: 0 } } }),
     check: async () => wire(next) as Awaited<ReturnType<GuardHarness['check']>>,
   };
   (globalThis as Record<string, unknown>)[HARNESS_GLOBAL] = harness;

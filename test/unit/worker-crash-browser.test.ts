@@ -22,7 +22,7 @@ const CHECK_TIMEOUT_MS = 60_000;
 // A silent death must be answered within a few heartbeat timeouts, long before CHECK_TIMEOUT_MS.
 const SILENT_DEATH_TEST_MS = 20 * HEARTBEAT_TIMEOUT_MS;
 
-const STATUS: GuardStatus = { state: 'ready', backend: 'wasm', fallbackReason: null, model: 'fake', variant: 'q4', maxContextTokens: 1024, attention: false, scoring: 'prefix', modelOptions: null, familiarity: { threshold: null, checks: 0, below: 0 } };
+const STATUS: GuardStatus = { state: 'ready', backend: 'wasm', fallbackReason: null, model: 'fake', variant: 'q4', maxContextTokens: 1024, windowTokens: 1024, logitsUnavailable: null, attention: false, scoring: 'prefix', modelOptions: null, familiarity: { threshold: null, checks: 0, below: 0 } };
 
 const CASE = {
   messages: [

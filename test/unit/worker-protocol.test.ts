@@ -26,6 +26,8 @@ const READY_STATUS: GuardStatus = {
   model: 'fake-proxy',
   variant: 'q4',
   maxContextTokens: 1024,
+  windowTokens: 1024,
+  logitsUnavailable: null,
   attention: false,
   scoring: 'prefix',
   modelOptions: null,
