@@ -84,7 +84,7 @@ export const GUARD_OPTIONS = group(
     timeoutMs: option(integerFrom(1), 30_000, { summary: 'a check that takes longer gets the failure policy', external: { names: ['TIMEOUT_MS'], text: 'number' } }),
     maxContextTokens: option(count, null, {
       summary: 'most context tokens per scored variant',
-      defaultText: "the model's window",
+      defaultText: "the model's position limit, or less where memory and time allow less (core/window-budget.ts)",
       external: { names: ['MAX_CONTEXT_TOKENS'], text: 'count-or-none' },
     }),
     truncatedSpans: option(oneOf(['report', 'fail']), 'report', {
