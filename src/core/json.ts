@@ -141,8 +141,6 @@ export function toJsonValue(value: unknown, where: string): JsonValue {
 // The input copy follows a JSON field's own depth limit below the deepest place that holds one (messages[i].tool_calls[j].arguments).
 const MAX_INPUT_DEPTH = MAX_JSON_DEPTH + 8;
 
-const JSON_VALUES = 'allowed are JSON values (null, boolean, number, string, array, object)';
-
 /**
  * Reads a caller's value once into plain data: arrays and plain objects (transparent Proxies of them too) are
  * copied, strings, numbers, booleans, null and undefined kept. A value that cannot be read (a getter that throws, a
@@ -159,10 +157,10 @@ export function readPlainData(value: unknown, where: string): unknown {
   const copy = (item: unknown, rel: string, depth: number, seen: Set<object>): unknown => {
     if ((budget.left -= 1) < 0) throw tooMany();
     if (item === null || item === undefined || typeof item === 'string' || typeof item === 'number' || typeof item === 'boolean') return item;
-    if (typeof item !== 'object') throw invalid(where, rel, `received ${describeValue(item)}; ${JSON_VALUES}`);
+    if (typeof item !== 'object') throw invalid(where, rel, `received ${describeValue(item)}; allowed are JSON values (null, boolean, number, string, array, object)`);
     if (depth >= MAX_INPUT_DEPTH) throw invalid(where, rel, `received a value nested deeper than ${MAX_INPUT_DEPTH} levels; at most ${MAX_INPUT_DEPTH} are allowed`);
     if (seen.has(item)) throw invalid(where, rel, 'received a cyclic reference; JSON values cannot contain cycles');
-    // null for an array; a Proxy's traps run here, once, and a revoked one throws.
+    // keys is null for an array; a Proxy's traps run here, once, and a revoked one throws.
     let keys: string[] | null;
     let other: string | null = null;
     try {
