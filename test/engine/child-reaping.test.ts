@@ -16,7 +16,7 @@ const ROOT = join(import.meta.dirname, '../..');
 const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const HOST = join(import.meta.dirname, 'hosts/reap-host.ts');
 // Each kind of ending, this many times (a thread and its child start each time).
-const ROUNDS = 4;
+const ROUNDS = 3;
 // About a dozen thread and child starts under tsx, each loading the tiny model, plus the host's settle wait.
 const HOST_TIMEOUT_MS = 240_000;
 

@@ -2,8 +2,8 @@
  * A host process for test/engine/child-reaping.test.ts: worker threads whose guards score in a child process,
  * each ended while its child works or replies, and what is left of those children afterwards.
  *
- * - A user's own thread running createNodeGuard({ isolation: 'process' }) is terminated at the first progress
- *   event of its child's load (the child still has replies to send), or right after a check was sent.
+ * - A user's own thread running several createNodeGuard({ isolation: 'process' }) is terminated at the first
+ *   progress event of its children's loads (they still have replies to send), or right after a check was sent.
  * - createGuard's Node worker thread (backend 'node', so onnxruntime-node runs in the worker's child) is
  *   terminated with two checks in flight, and replaced by the stuck-worker watchdog after an abort (grace 0).
  *
@@ -23,6 +23,8 @@ const [modelDir, rounds] = process.argv.slice(2) as [string, string];
 // How long the children get to go once their threads are gone (each exits when its channel closes).
 const SETTLE_MS = 15_000;
 const POLL_MS = 100;
+// Children ended by one termination: each is a chance to be caught mid-reply.
+const GUARDS_PER_THREAD = 4;
 // Every process started from here inherits it, so the scoring children can be told apart from other tests'.
 const MARK = `EDGEARMOR_REAP_HOST=${process.pid}`;
 process.env['EDGEARMOR_REAP_HOST'] = String(process.pid);
@@ -72,15 +74,15 @@ function left() {
   };
 }
 
-// A user's own thread, terminated while its child loads (replying progress) or right after a check was sent.
+// A user's own thread with GUARDS_PER_THREAD guards, terminated at the first progress event of their children's
+// loads (the children still have replies to send), or once one check was answered and the next sent.
 for (let i = 0; i < Number(rounds); i++) {
   const at = i % 2 === 0 ? 'progress' : 'sending';
-  const worker = thread(new URL('./isolated-guard-thread.ts', import.meta.url), { modelDir });
+  const worker = thread(new URL('./isolated-guard-thread.ts', import.meta.url), { modelDir, guards: GUARDS_PER_THREAD });
   let sent = 0;
   await new Promise<void>((resolve) =>
     worker.on('message', (m: { type: string }) => {
-      // The second send: the first check was answered, so the child is loaded and the thread's loop is live.
-      if (m.type === at && (at === 'progress' || ++sent === 2)) resolve();
+      if (m.type === at && (at === 'progress' || ++sent === GUARDS_PER_THREAD + 1)) resolve();
     }),
   );
   await worker.terminate();
