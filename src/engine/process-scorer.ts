@@ -172,8 +172,10 @@ function startLink(host: IsolationHost): Link {
   try {
     if (host === 'process') {
       const execArgv = typescript ? ['--import', 'tsx'] : [];
-      // Windows has no zombies (nor /bin/sh); a main thread's loop lives as long as the host and reaps its children.
-      return !isMainThread && process.platform !== 'win32' ? startReapedProcess(file, execArgv) : startForkedProcess(file, execArgv);
+      // A main thread's loop lives as long as the host and reaps its children; Windows has no zombies. A system
+      // without /bin/sh (a distroless image) forks directly: the child works, and only a terminated thread leaves it unreaped.
+      const reaped = !isMainThread && process.platform !== 'win32' && existsSync('/bin/sh');
+      return reaped ? startReapedProcess(file, execArgv) : startForkedProcess(file, execArgv);
     }
     // A Worker inherits the host's flags, and refuses some of them (`node --input-type=module -e ...`).
     const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));
