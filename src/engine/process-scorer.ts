@@ -130,6 +130,8 @@ function startReapedProcess(file: string, execArgv: string[]): Link {
   // Only the channel keeps the host alive (while calls are in flight), as for a forked child.
   report.unref();
   report.setEncoding('utf8');
+  // A read error on the pipe loses only the status; the close that follows still reports the child's end.
+  report.on('error', () => undefined);
   let text = '';
   let pid: number | undefined;
   let killed = false;
