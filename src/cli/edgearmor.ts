@@ -66,6 +66,12 @@ export { explainVerdict, verdictTable } from './report.js';
 /** `check --exit-code`: the status when any call was blocked (2 is bad usage, 1 a failure). */
 const EXIT_BLOCKED = 3;
 
+/**
+ * Standard output's reader went away (EPIPE). With `check --exit-code` the exit status is the answer, so the
+ * checks go on unprinted instead of ending the command with 0 (see main).
+ */
+const stdoutReader = { gone: false, keepChecking: false };
+
 async function check(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: withNegativeNumbers(args),
@@ -114,9 +120,11 @@ async function check(args: string[]): Promise<void> {
   if (status.modelOptions) process.stderr.write(`edgearmor: ${modelOptionsLine(status.modelOptions)}\n`);
   let blocked = 0;
   let legendShown = false;
+  stdoutReader.keepChecking = values['exit-code'] === true;
   for (const c of cases) {
     const verdict = await guard.check(c.input);
     if (verdict.decision === 'block') blocked += 1;
+    if (stdoutReader.gone) continue;
     const record = values.json ? { ...verdictRecord(c.id, verdict), ...(values.explain ? { explanation: explainVerdict(c.input, verdict) } : {}) } : null;
     // The legend explains the table's terms once, above the first table that has them.
     const legend: boolean = !legendShown && verdict.attribution !== null;
@@ -239,12 +247,18 @@ async function serveProxy(args: string[]): Promise<void> {
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   // `edgearmor check FILE | head -1`: a reader that went away ends the command quietly, not with an EPIPE
-  // stack trace. Any other write failure (a full disk, `> /dev/full`) is one line and exit 1: the verdicts
-  // were not all printed, which must not read as success.
+  // stack trace; with --exit-code the checks go on unprinted, so the status still says whether any was blocked.
+  // Any other write failure (a full disk, `> /dev/full`) is one line and exit 1: the verdicts were not all
+  // printed, which must not read as success.
   process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code === 'EPIPE') process.exit(0);
-    process.stderr.write(`edgearmor: cannot write to standard output (${e.code ?? e.message}); the output is incomplete\n`);
-    process.exit(1);
+    // A write that was already queued when the reader went away fails too; that is the same event.
+    if (stdoutReader.gone) return;
+    if (e.code === 'EPIPE' && stdoutReader.keepChecking) stdoutReader.gone = true;
+    else if (e.code === 'EPIPE') process.exit(0);
+    else {
+      process.stderr.write(`edgearmor: cannot write to standard output (${e.code ?? e.message}); the output is incomplete\n`);
+      process.exit(1);
+    }
   });
   try {
     switch (command) {

@@ -5,7 +5,7 @@
  */
 import * as v from 'valibot';
 import { EdgeArmorError, InvalidInputError } from './errors.js';
-import { describeValue, formatIssuePath, isPlainObject, nameProblem, textProblem, toJsonValue } from './json.js';
+import { describeValue, formatIssuePath, isPlainObject, nameProblem, readPlainData, textProblem, toJsonValue } from './json.js';
 import { MAX_NAME_CHARS } from './limits.js';
 import type { JsonObject, JsonValue } from './types.js';
 
@@ -131,15 +131,19 @@ function issueToError(issue: v.BaseIssue<unknown>, root: string): InvalidInputEr
   return inputError(where, reason, { received: describeValue(issue.input) });
 }
 
-/** Parses `value` with `schema`, the first problem thrown as an InvalidInputError whose path starts at `root`. */
+/**
+ * Parses `value` with `schema`, the first problem thrown as an InvalidInputError whose path starts at `root`. The
+ * value is read once into plain data first (readPlainData), so a getter or Proxy that throws names its field.
+ */
 export function parseInput<const S extends v.GenericSchema>(schema: S, value: unknown, root: string): v.InferOutput<S> {
+  const data = readPlainData(value, root);
   try {
-    const result = v.safeParse(schema, value, { abortEarly: true });
+    const result = v.safeParse(schema, data, { abortEarly: true });
     if (!result.success) throw issueToError(result.issues[0], root);
     return result.output;
   } catch (error) {
     if (error instanceof EdgeArmorError) throw error;
-    // Getters and proxies can throw while being read; that is bad input, not a guard bug.
+    // The schemas read plain data only; anything else thrown here is still bad input, not a guard bug.
     throw new InvalidInputError(`${root}: the value could not be read (${error instanceof Error ? error.message : String(error)}).`, { where: root }, { cause: error });
   }
 }

@@ -1,5 +1,5 @@
 import { InvalidInputError } from './errors.js';
-import { MAX_FIELD_CHARS, MAX_JSON_DEPTH } from './limits.js';
+import { MAX_FIELD_CHARS, MAX_JSON_DEPTH, MAX_TOTAL_CHARS } from './limits.js';
 import type { JsonObject, JsonValue } from './types.js';
 
 /** Whether a value is a plain object: an object literal or `Object.create(null)`, not an array, Date, Map or class instance. */
@@ -136,6 +136,78 @@ export function toJsonValue(value: unknown, where: string): JsonValue {
     // Getters and proxies can throw anything while being read; that is bad input, not a guard bug.
     throw new InvalidInputError(`${where}: the value could not be read as JSON (${error instanceof Error ? error.message : String(error)}).`, { where }, { cause: error });
   }
+}
+
+// The input copy follows a JSON field's own depth limit below the deepest place that holds one (messages[i].tool_calls[j].arguments).
+const MAX_INPUT_DEPTH = MAX_JSON_DEPTH + 8;
+
+/**
+ * Reads a caller's value once into plain data: arrays and plain objects (transparent Proxies of them too) are
+ * copied, strings, numbers, booleans, null and undefined kept. A value that cannot be read (a getter that throws, a
+ * revoked Proxy) or is not plain data (a function, symbol, BigInt, class instance or cycle, even in a field the
+ * guard ignores) is an InvalidInputError whose `where` names the field. Every guard input goes through it first:
+ * the in-process guard parses this copy, and the worker guard sends it across, so both accept and refuse the
+ * same values with the same error.
+ */
+export function readPlainData(value: unknown, where: string): unknown {
+  const budget = { left: MAX_TOTAL_CHARS };
+  const tooMany = () => invalid(where, '', `received more than ${MAX_TOTAL_CHARS} values; at most ${MAX_TOTAL_CHARS} are allowed`);
+  const unreadable = (rel: string, error: unknown) =>
+    new InvalidInputError(`${where}${rel}: the value could not be read (${error instanceof Error ? error.message : String(error)}).`, { where: `${where}${rel}` }, { cause: error });
+  const copy = (item: unknown, rel: string, depth: number, seen: Set<object>): unknown => {
+    if ((budget.left -= 1) < 0) throw tooMany();
+    if (item === null || item === undefined || typeof item === 'string' || typeof item === 'number' || typeof item === 'boolean') return item;
+    if (typeof item !== 'object') throw invalid(where, rel, `received ${describeValue(item)}; allowed are JSON values (null, boolean, number, string, array, object)`);
+    if (depth >= MAX_INPUT_DEPTH) throw invalid(where, rel, `received a value nested deeper than ${MAX_INPUT_DEPTH} levels; at most ${MAX_INPUT_DEPTH} are allowed`);
+    if (seen.has(item)) throw invalid(where, rel, 'received a cyclic reference; JSON values cannot contain cycles');
+    // keys is null for an array; a Proxy's traps run here, once, and a revoked one throws.
+    let keys: string[] | null;
+    let other: string | null = null;
+    try {
+      if (Array.isArray(item)) keys = null;
+      else if (isPlainObject(item)) keys = Object.keys(item);
+      else {
+        keys = [];
+        other = describeValue(item);
+      }
+    } catch (error) {
+      throw unreadable(rel, error);
+    }
+    if (other !== null) throw invalid(where, rel, `received ${other}; allowed are JSON values (null, boolean, number, string, array, plain object)`);
+    seen.add(item);
+    try {
+      if (keys === null) {
+        const array = item as unknown[];
+        let length: number;
+        try {
+          length = array.length;
+        } catch (error) {
+          throw unreadable(rel, error);
+        }
+        if (length > budget.left) throw tooMany();
+        const out: unknown[] = [];
+        for (let i = 0; i < length; i += 1) out.push(copy(read(array, i, `${rel}[${i}]`), `${rel}[${i}]`, depth + 1, seen));
+        return out;
+      }
+      const out: Record<string, unknown> = {};
+      for (const key of keys) {
+        const member = copy(read(item as Record<string, unknown>, key, `${rel}${keyPath(key)}`), `${rel}${keyPath(key)}`, depth + 1, seen);
+        // defineProperty keeps "__proto__" an own data key instead of changing the prototype.
+        Object.defineProperty(out, key, { value: member, enumerable: true, writable: true, configurable: true });
+      }
+      return out;
+    } finally {
+      seen.delete(item);
+    }
+  };
+  const read = (from: object, key: string | number, rel: string): unknown => {
+    try {
+      return (from as Record<string | number, unknown>)[key];
+    } catch (error) {
+      throw unreadable(rel, error);
+    }
+  };
+  return copy(value, '', 0, new Set());
 }
 
 /** The one formatter of a validation issue's path: `root.key[0].other`, or `key.other` without a root (option names). */

@@ -16,7 +16,9 @@ const calls = new Map<number, AbortController>();
 
 function reply(message: ChildReply): void {
   if (parentPort) parentPort.postMessage(message);
-  else process.send?.(message);
+  // A host that went away while this child replied (its thread terminated, its process killed) leaves the channel
+  // closed: that ends the child, as the disconnect does, instead of an uncaught `write EPIPE` on the host's stderr.
+  else process.send?.(message, undefined, undefined, (error: Error | null) => error && process.exit(0));
 }
 
 async function load(request: Extract<ChildRequest, { type: 'load' }>): Promise<void> {

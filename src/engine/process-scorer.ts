@@ -3,12 +3,15 @@
  * process never reads, hashes or runs the model, so its event loop stays free during a check, and a
  * crash, an abort in native code or an out-of-memory kill takes down only the child: the call in flight
  * gets the failure policy, and the next call starts a fresh child (which verifies the model again).
- * A child that does not stop a cancelled call within 2 s is killed.
+ * A child that does not stop a cancelled call within 2 s is killed. Every child is reaped, also when the
+ * worker thread that started it is terminated (see startReapedProcess).
  */
-import { fork } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { constants } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { isMainThread, Worker } from 'node:worker_threads';
 import type { OrtBackend } from '../core/backend-plan.js';
 import { deserializeError, DisposedError, WorkerCrashedError, type WireError } from '../core/errors.js';
 import type { GuardProgress } from '../core/guard-api.js';
@@ -80,23 +83,101 @@ interface Link {
   onGone(listener: (why: string) => void): void;
 }
 
+/** How a child ended, as the exit event says it: its signal's name, or its exit code. */
+const ended = (code: number | null, signal: string | null) => `exited (${signal ?? `code ${String(code)}`})`;
+
+/** The link's side of the IPC channel: messages, and whether it keeps the host alive. */
+function channelLink(proc: ChildProcess, kill: () => void): Pick<Link, 'send' | 'hold' | 'onMessage'> {
+  return {
+    // A write the channel refuses (the child died under it: EPIPE, or a channel already closed) makes sure the
+    // child is gone; its end then reaches onGone, and the calls in flight get the failure policy.
+    send: (message) => void proc.send(message, (error) => error && kill()),
+    hold: (busy) => void (busy ? proc.channel?.ref() : proc.channel?.unref()),
+    onMessage: (listener) => void proc.on('message', listener),
+  };
+}
+
+function startForkedProcess(file: string, execArgv: string[]): Link {
+  const proc = fork(file, [], { serialization: 'advanced', execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const kill = () => void proc.kill('SIGKILL');
+  return {
+    pid: proc.pid,
+    ...channelLink(proc, kill),
+    kill,
+    onGone(listener) {
+      proc.on('error', (error) => listener(`could not be started or reached (${error.message})`));
+      proc.on('exit', (code, signal) => listener(ended(code, signal)));
+    },
+  };
+}
+
+/**
+ * The shell script that starts a child from a worker thread: a background subshell runs the child, writes its
+ * pid and then its exit status to descriptor 4, and closes its own copy of the IPC descriptor 3 so the channel
+ * ends with the child; the shell itself exits at once.
+ */
+const REAPER_SCRIPT = '("$@" 4>&- & child=$!; exec 3>&-; echo "$child" >&4; wait "$child" 2>/dev/null; echo "$?" >&4) &';
+
+/**
+ * A child forked by a worker thread is reaped by no one once that thread is terminated (libuv waits only for the
+ * children of a live loop, and `terminate()` runs no JavaScript there), so it would stay a zombie for the host's
+ * lifetime. From a worker thread the child is started through REAPER_SCRIPT instead: this thread reaps the shell
+ * at once, the subshell reaps the child, and init reaps the orphaned subshell, whatever happens to the thread.
+ */
+function startReapedProcess(file: string, execArgv: string[]): Link {
+  const shell = spawn('/bin/sh', ['-c', REAPER_SCRIPT, 'sh', process.execPath, ...execArgv, file], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'] });
+  const report = shell.stdio[4] as Socket;
+  // Only the channel keeps the host alive (while calls are in flight), as for a forked child.
+  report.unref();
+  report.setEncoding('utf8');
+  // A read error on the pipe loses only the status; the close that follows still reports the child's end.
+  report.on('error', () => undefined);
+  let text = '';
+  let pid: number | undefined;
+  let killed = false;
+  const kill = () => {
+    killed = true;
+    if (pid === undefined) return;
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  };
+  report.on('data', (chunk: string) => {
+    text += chunk;
+    if (pid !== undefined || !text.includes('\n')) return;
+    pid = Number(text.slice(0, text.indexOf('\n')));
+    if (killed) kill();
+  });
+  return {
+    get pid() {
+      return pid;
+    },
+    ...channelLink(shell, kill),
+    kill,
+    onGone(listener) {
+      shell.on('error', (error) => listener(`could not be started or reached (${error.message})`));
+      // The pipe closes once the subshell has reaped the child and written its status (the shell's: 128 + signal).
+      report.on('close', () => {
+        const status = Number(text.split('\n')[1] || Number.NaN);
+        const signal = status > 128 ? Object.entries(constants.signals).find(([, n]) => n === status - 128)?.[0] ?? null : null;
+        listener(Number.isNaN(status) ? 'exited' : ended(signal === null ? status : null, signal));
+      });
+    },
+  };
+}
+
 function startLink(host: IsolationHost): Link {
   const what = host === 'process' ? 'scoring process' : 'scoring thread';
   const { file, typescript } = childEntry(what);
   try {
     if (host === 'process') {
-      const proc = fork(file, [], { serialization: 'advanced', execArgv: typescript ? ['--import', 'tsx'] : [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-      return {
-        pid: proc.pid,
-        send: (message) => void proc.send(message),
-        hold: (busy) => void (busy ? proc.channel?.ref() : proc.channel?.unref()),
-        kill: () => void proc.kill('SIGKILL'),
-        onMessage: (listener) => void proc.on('message', listener),
-        onGone(listener) {
-          proc.on('error', (error) => listener(`could not be started or reached (${error.message})`));
-          proc.on('exit', (code, signal) => listener(`exited (${signal ?? `code ${String(code)}`})`));
-        },
-      };
+      const execArgv = typescript ? ['--import', 'tsx'] : [];
+      // A main thread's loop lives as long as the host and reaps its children; Windows has no zombies. A system
+      // without /bin/sh (a distroless image) forks directly: the child works, and only a terminated thread leaves it unreaped.
+      const reaped = !isMainThread && process.platform !== 'win32' && existsSync('/bin/sh');
+      return reaped ? startReapedProcess(file, execArgv) : startForkedProcess(file, execArgv);
     }
     // A Worker inherits the host's flags, and refuses some of them (`node --input-type=module -e ...`).
     const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));

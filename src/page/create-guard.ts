@@ -13,7 +13,8 @@ import * as Comlink from 'comlink';
 import { defendWith, judgeInputFailure, loadingStatus } from '../core/conductor.js';
 import { abortedError, startDeadline } from '../core/deadline.js';
 import type { DefenseResult } from '../core/defense.js';
-import { deserializeError, serializeError, DisposedError, InvalidInputError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
+import { deserializeError, serializeError, DisposedError, InvalidOptionsError, isEdgeArmorError, WorkerCrashedError } from '../core/errors.js';
+import { readPlainData } from '../core/json.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardProgress, GuardStatus } from '../core/guard-api.js';
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
 import { splitRuntimeOptions, type ModelRuntimeOptions } from '../core/runtime-options.js';
@@ -88,18 +89,6 @@ function modelLocation(options: CreateGuardOptions): ModelLocation {
 function unwrap<T>(result: WireResult<T>): T {
   if (result.ok) return result.value;
   throw deserializeError(result.error);
-}
-
-/** The caller's input as plain data: what cannot be cloned (functions, proxies) or read (a throwing getter) is the caller's InvalidInputError. */
-function snapshot<T>(raw: T): T {
-  try {
-    return structuredClone(raw);
-  } catch (error) {
-    if (error instanceof Error && error.name === 'DataCloneError') {
-      throw new InvalidInputError(`input: received a value that cannot be sent to the worker (${error.message}); allowed: plain JSON data.`, { cause: 'DataCloneError' });
-    }
-    throw new InvalidInputError(`input: the value could not be read (${error instanceof Error ? error.message : String(error)}).`, { where: 'input' });
-  }
 }
 
 /** Creates a guard backed by a worker running the guard service. */
@@ -277,9 +266,10 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
-    // Read once, here, into plain data (the worker validates, plans, scores and judges it): a getter or Proxy
-    // that throws is the caller's InvalidInputError, as in process, and a failure below is judged on that data.
-    const input = snapshot(raw);
+    // Read once, here, into plain data, as the in-process guard reads it before parsing (core/json.ts): the same
+    // values cross or are refused with the same error, naming the field; the worker validates, plans, scores and
+    // judges the copy, and a failure below is judged on it.
+    const input = readPlainData(raw, 'input');
     const extras = () => (lastStatus?.backend ? { backend: lastStatus.backend } : {});
     let used: Session | null = null;
     try {
@@ -306,7 +296,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
 
   async function scoreSentenceAblations(raw: unknown, messageIndex: number, texts: string[], opts: CheckOptions = {}): Promise<number[]> {
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
-    const [input, sentences] = [snapshot(raw), snapshot(texts)];
+    const [input, sentences] = [readPlainData(raw, 'input'), readPlainData(texts, 'texts') as string[]];
     return track({ signal: opts.signal, timeoutMs: resolved.timeoutMs }, async (session, requestId) => {
       await session.init;
       return unwrap(await session.remote.scoreSentenceAblations(requestId, input, messageIndex, sentences));

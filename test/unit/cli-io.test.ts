@@ -1,7 +1,7 @@
 /**
  * The command line's edges a user meets first: a file saved with a byte-order mark, every guard option
- * as a flag (--timeout-ms), a manifest that pins nothing, a standard output that cannot be written, and
- * one that is closed.
+ * as a flag (--timeout-ms), a manifest that pins nothing, a standard output that cannot be written, one
+ * that is closed, and one whose reader goes away.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -93,4 +93,12 @@ describe('the command line', () => {
     expect(strict.status, strict.stderr).toBe(3);
     expect(run(allowed, '--exit-code').status).toBe(0);
   }, 2 * CLI_TIMEOUT_MS);
+
+  it('still exits 3 with --exit-code when the reader goes away after the first byte, and prints no EPIPE', () => {
+    const seeds = join(ROOT, 'examples/seed-travel.jsonl');
+    // head exits after one byte of the first verdict; the next write finds the pipe closed.
+    const r = spawnSync('bash', ['-c', 'set -o pipefail; "$0" "$1" check "$2" --exit-code | head -c 1 >/dev/null', TSX, CLI, seeds], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    expect(r.status, r.stderr).toBe(3);
+    expect(r.stderr).not.toMatch(/EPIPE|Error/);
+  }, CLI_TIMEOUT_MS);
 });

@@ -80,9 +80,11 @@ describe('guard input validation', () => {
     expect(errorOf({ messages: [USER], action: { name: 'f', arguments: cyclic } }).message).toMatch(/^input\.action\.arguments\.self: received a cyclic reference/);
   });
 
-  it('rejects values that throw while being read as bad input, not as a crash', () => {
+  it('rejects values that throw while being read as bad input naming the field, not as a crash', () => {
     const hostile = Object.defineProperty({}, 'x', { enumerable: true, get: () => { throw new TypeError('boom'); } });
-    expect(errorOf({ messages: [USER], action: { name: 'f', arguments: hostile } }).message).toMatch(/^input\.action\.arguments: the value could not be read as JSON \(boom\)/);
+    const error = errorOf({ messages: [USER], action: { name: 'f', arguments: hostile } });
+    expect(error.message).toMatch(/^input\.action\.arguments\.x: the value could not be read \(boom\)/);
+    expect(error.details['where']).toBe('input.action.arguments.x');
   });
 
   it('rejects a string over the per-field cap and accepts one at the cap', () => {

@@ -186,14 +186,14 @@ describe('worker protocol over a MessageChannel', () => {
     expect(runtime).not.toHaveProperty('tau');
   });
 
-  it('rejects invalid input with the InvalidInputError the worker raised, and input that cannot cross to the worker on this side', async () => {
+  it('rejects invalid input with the InvalidInputError the worker raised, and input that is not plain data on this side, naming the field', async () => {
     const h = harness();
     await expect(h.guard.check({ messages: 'nope', action: { name: 'x' } })).rejects.toBeInstanceOf(InvalidInputError);
     const cyclic: Record<string, unknown> = { name: 'send_money' };
     cyclic['arguments'] = { self: cyclic };
     await expect(h.guard.check({ ...(guardCase({}) as object), action: cyclic })).rejects.toMatchObject({ code: 'invalid-input' });
     const withFunction = { ...(guardCase({}) as object), action: { name: 'send_money', arguments: { callback: () => 1 } } };
-    await expect(h.guard.check(withFunction)).rejects.toMatchObject({ name: 'InvalidInputError', code: 'invalid-input', message: expect.stringContaining('cannot be sent to the worker') });
+    await expect(h.guard.check(withFunction)).rejects.toMatchObject({ name: 'InvalidInputError', code: 'invalid-input', details: { where: 'input.action.arguments.callback' } });
   });
 
   it('gives each of many concurrent checks its own answer', async () => {
