@@ -2,7 +2,10 @@
 for the rendering tests (test/engine/family-render.test.ts builds them once into a cache directory).
 
   <out>/config.json             vocab_size from the family, 2 layers, hidden 32, 4 heads over 2 KV heads
-  <out>/onnx/model.onnx         fp32, standard layout (no num_logits_to_keep, no attention outputs)
+  <out>/onnx/model.onnx         fp32, the onnx-community file layout and inputs, plus EdgeArmor's num_logits_to_keep
+                                and attention outputs (export_onnx.py) unless --standard: a check at a 128k-262k
+                                vocabulary then computes logits only where the action is scored, which keeps the
+                                suite's time; --standard gives the plain Optimum graph (logits at every position)
   <out>/onnx/model_q4.onnx      MatMulNBits 4-bit (quantize.py)
   <out>/tokenizer.json, tokenizer_config.json   copied from --tokenizer-dir (the real tokenizer and chat template)
   <out>/manifest.json
@@ -12,7 +15,7 @@ when a part of the context is left out. Only the vocabulary and the file layout 
 EdgeArmor's Llama-style decoder whatever the family (a random-weight model has no architecture to imitate).
 
 Usage: LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 lab/model/make_family_fixture.py \
-         --tokenizer-dir DIR --vocab N --out DIR [--name NAME]
+         --tokenizer-dir DIR --vocab N --out DIR [--name NAME] [--standard]
 """
 from __future__ import annotations
 
@@ -75,6 +78,7 @@ def main():
     ap.add_argument("--vocab", type=int, required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--name", default=None)
+    ap.add_argument("--standard", action="store_true", help="no EdgeArmor extensions (num_logits_to_keep, attentions)")
     args = ap.parse_args()
     with open(os.path.join(args.tokenizer_dir, "tokenizer.json")) as f:
         tokenizer = json.load(f)
@@ -84,7 +88,8 @@ def main():
     if biggest >= args.vocab:
         sys.exit(f"--vocab {args.vocab} is smaller than the tokenizer's largest id + 1 ({biggest + 1})")
     model = family_model(args.vocab, tokenizer, config)
-    tmp = args.out + ".partial"
+    # A directory of this process's own: two test workers may build the same fixture at once.
+    tmp = f"{args.out}.partial-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(f"{tmp}/onnx")
     with open(f"{tmp}/config.json", "w") as f:
@@ -92,12 +97,15 @@ def main():
         f.write("\n")
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(args.tokenizer_dir, name), f"{tmp}/{name}")
-    export(model, f"{tmp}/onnx/model.onnx", extensions=False)
+    export(model, f"{tmp}/onnx/model.onnx", extensions=not args.standard)
     quantize_model(f"{tmp}/onnx/model.onnx", f"{tmp}/onnx/model_q4.onnx")
     subprocess.run([sys.executable, f"{MODEL}/manifest.py", tmp, "--name", args.name or os.path.basename(args.out)], check=True)
-    # Whole or not at all: a build stopped half-way never leaves a model directory behind.
-    shutil.rmtree(args.out, ignore_errors=True)
-    os.rename(tmp, args.out)
+    # Whole or not at all: a build stopped half-way never leaves a model directory behind, and a build
+    # that finishes second keeps the first one's directory (the same seeded weights).
+    try:
+        os.rename(tmp, args.out)
+    except OSError:
+        shutil.rmtree(tmp)
 
 
 if __name__ == "__main__":
