@@ -246,7 +246,10 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
       // The caller's abort and dispose are answers, not malfunctions; the deadline is a malfunction whatever the engine threw on it.
       if (opts.signal?.aborted) throw isEdgeArmorError(error) && error.code === 'aborted' ? error : abortedError();
       if (disposed) throw new DisposedError('The guard was disposed while this check ran.');
-      return judgeFailure(deadline.signal.aborted ? deadline.signal.reason : error, context, resolved, status.backend ? { backend: status.backend } : {});
+      return judgeFailure(deadline.signal.aborted ? deadline.signal.reason : error, context, resolved, {
+        ...(status.backend ? { backend: status.backend } : {}),
+        ...(status.rendering !== undefined ? { rendering: status.rendering } : {}),
+      });
     } finally {
       deadline.clear();
     }

@@ -220,8 +220,7 @@ export function templateProblem(tokenizer: ProxyTokenizer, rendering: string): s
  * control tokens the tokenizer has. A template no family rendering replaces stays, and each check it cannot
  * render whole is refused by the render check.
  */
-function chooseRendering(files: Pick<ModelFiles, 'tokenizerJson' | 'tokenizerConfig'>): { tokenizer: ProxyTokenizer; format: ChatFormat; rendering: Rendering } {
-  const own = createProxyTokenizer(files);
+export function renderingFor(own: ProxyTokenizer): { tokenizer: ProxyTokenizer; format: ChatFormat; rendering: Rendering } {
   const format = chatFormatOf(own);
   if (format === 'edgearmor') return { tokenizer: own, format, rendering: 'edgearmor' };
   if (own.hasChatTemplate && templateProblem(own, 'model-template') === null) return { tokenizer: own, format, rendering: 'model-template' };
@@ -236,10 +235,10 @@ function chooseRendering(files: Pick<ModelFiles, 'tokenizerJson' | 'tokenizerCon
 /**
  * The proxy's tokenizer and how guard calls are rendered for it: with `chatTemplate` in place of the model's
  * template when given (a template that cannot render a one-message conversation is refused), else
- * {@link chooseRendering}'s choice.
+ * {@link renderingFor}'s choice.
  */
 export function proxyTokenizerFor(files: Pick<ModelFiles, 'tokenizerJson' | 'tokenizerConfig'>, chatTemplate?: string): { tokenizer: ProxyTokenizer; format: ChatFormat; rendering: Rendering } {
-  if (chatTemplate === undefined) return chooseRendering(files);
+  if (chatTemplate === undefined) return renderingFor(createProxyTokenizer(files));
   if (typeof chatTemplate !== 'string' || chatTemplate.trim() === '') {
     throw new InvalidOptionsError(`Invalid option chatTemplate: received ${JSON.stringify(chatTemplate)}; allowed: a Jinja chat template string.`, { option: 'chatTemplate' });
   }

@@ -224,7 +224,6 @@ function templateRenderer(tokenizer: ProxyTokenizer, context: StructuredContext,
   } else {
     actionIds = tokenizer.encodeText(context.action.raw_text ?? callJson(context.action.name, context.action.arguments));
   }
-  if (actionIds.length === 0) throw new InferenceError(`the chat template (rendering "${rendering}") rendered the tool call as no scorable tokens`, { stage: 'chat-template', rendering });
 
   /** The context ids of a variant: its render up to the action (in template mode the render must end with the full variant's action and suffix). */
   const variantIds = (keep: readonly number[], toolList: unknown[], contents: (i: number) => number[]): number[] => {
@@ -279,6 +278,7 @@ function templateRenderer(tokenizer: ProxyTokenizer, context: StructuredContext,
         }
       }
       if (template && !appearsIn(tokenizer.decode(actionIds), neutralizeControls(context.action.name, controls))) missing.push(`the proposed call's name "${context.action.name}"`);
+      if (missing.length === 0 && actionIds.length === 0) missing.push('the proposed call (no scorable tokens)');
       if (missing.length > 0) {
         throw new InferenceError(
           `the chat template (rendering "${rendering}") left out of what the proxy would read: ${missing.join(', ')}; the guard does not score a conversation whose parts the proxy cannot see (give a template that writes them: the chatTemplate option)`,

@@ -122,7 +122,7 @@ export function createProxyTokenizer(files: TokenizerFiles): ProxyTokenizer {
       return template.render({ messages, add_generation_prompt: addGenerationPrompt, tools: tools ?? null, documents: null, ...specialTokens });
     },
     encodeRendered: (text) => encode(full, text),
-    decode: (ids) => decode(ids),
+    decode: (ids) => (ids.length === 0 ? '' : decode(ids)),
     decodeToken(id) {
       let text = tokenTexts.get(id);
       if (text === undefined) tokenTexts.set(id, (text = decode([id])));
