@@ -20,8 +20,11 @@ const SCRIPTS = ['lab/model/make_family_fixture.py', 'model/proxy_model.py', 'mo
 // Building a fixture exports and quantizes a 2-layer model over up to 262k embedding rows: seconds alone, more beside other work.
 const BUILD_TIMEOUT_MS = 300_000;
 
-/** The families with a tokenizer package, and the vocabulary size of their published configs. */
-export const FAMILY_VOCAB = { qwen3: 151_936, gemma3: 262_144, llama3: 128_256 } as const;
+/**
+ * The families with a tokenizer package, and the vocabulary size of their published configs (Gemma 3's
+ * multimodal checkpoints: the tokenizer's image token is id 262144, past the 1B model's 262144 rows).
+ */
+export const FAMILY_VOCAB = { qwen3: 151_936, gemma3: 262_208, llama3: 128_256 } as const;
 export type Family = keyof typeof FAMILY_VOCAB;
 
 /** Whether the fixture builder can run here (torch and onnx in the Python that builds the project's models). */

