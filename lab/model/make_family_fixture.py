@@ -2,10 +2,9 @@
 for the rendering tests (test/engine/family-render.test.ts builds them once into a cache directory).
 
   <out>/config.json             vocab_size from the family, 2 layers, hidden 32, 4 heads over 2 KV heads
-  <out>/onnx/model.onnx         fp32, the onnx-community file layout and inputs, plus EdgeArmor's num_logits_to_keep
-                                and attention outputs (export_onnx.py) unless --standard: a check at a 128k-262k
-                                vocabulary then computes logits only where the action is scored, which keeps the
-                                suite's time; --standard gives the plain Optimum graph (logits at every position)
+  <out>/onnx/model.onnx         fp32, the standard Optimum graph (no num_logits_to_keep, no attention outputs: the
+                                engine's logits and attention adapters add them at load); --extensions exports
+                                EdgeArmor's own inputs and outputs instead
   <out>/onnx/model_q4.onnx      MatMulNBits 4-bit (quantize.py)
   <out>/tokenizer.json, tokenizer_config.json   copied from --tokenizer-dir (the real tokenizer and chat template)
   <out>/manifest.json
@@ -15,7 +14,7 @@ when a part of the context is left out. Only the vocabulary and the file layout 
 EdgeArmor's Llama-style decoder whatever the family (a random-weight model has no architecture to imitate).
 
 Usage: LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 lab/model/make_family_fixture.py \
-         --tokenizer-dir DIR --vocab N --out DIR [--name NAME] [--standard]
+         --tokenizer-dir DIR --vocab N --out DIR [--name NAME] [--extensions]
 """
 from __future__ import annotations
 
@@ -78,7 +77,7 @@ def main():
     ap.add_argument("--vocab", type=int, required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--name", default=None)
-    ap.add_argument("--standard", action="store_true", help="no EdgeArmor extensions (num_logits_to_keep, attentions)")
+    ap.add_argument("--extensions", action="store_true", help="EdgeArmor's num_logits_to_keep and attention outputs")
     args = ap.parse_args()
     with open(os.path.join(args.tokenizer_dir, "tokenizer.json")) as f:
         tokenizer = json.load(f)
@@ -97,7 +96,7 @@ def main():
         f.write("\n")
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(args.tokenizer_dir, name), f"{tmp}/{name}")
-    export(model, f"{tmp}/onnx/model.onnx", extensions=not args.standard)
+    export(model, f"{tmp}/onnx/model.onnx", extensions=args.extensions)
     quantize_model(f"{tmp}/onnx/model.onnx", f"{tmp}/onnx/model_q4.onnx")
     subprocess.run([sys.executable, f"{MODEL}/manifest.py", tmp, "--name", args.name or os.path.basename(args.out)], check=True)
     # Whole or not at all: a build stopped half-way never leaves a model directory behind, and a build
