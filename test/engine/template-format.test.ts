@@ -16,7 +16,7 @@ import { embeddedModelDir } from '../../src/engine/files-node.js';
 import { encodeTemplateCall, neutralizeControls } from '../../src/engine/template-format.js';
 import { createProxyTokenizer, type ProxyTokenizer } from '../../src/engine/tokenizer.js';
 import { generateCases } from '../../src/scenarios/index.js';
-import { chatmlTokenizerFiles } from './chatml-fixture.js';
+import { CHATML_TEMPLATE, chatmlTokenizerFiles } from './chatml-fixture.js';
 
 const DIR = embeddedModelDir();
 const readJson = (f: string) => JSON.parse(readFileSync(join(DIR, f), 'utf8')) as Record<string, unknown>;
@@ -168,6 +168,15 @@ describe('chat-template encoding', () => {
     expect(tight.truncation.droppedToolDefinitions).toBe(true);
     expect([...tight.contextIds([0, 1, 2, 3], new Set()), ...tight.action.prefix, ...tight.action.ids].length).toBeLessThanOrEqual(160);
     expect(chatml.decode(full)).toContain('Read my travel plan and book the flight it mentions.');
+  });
+
+  it('refuses a template that writes the proposed call before the last message, or writes it differently when parts are left out', async () => {
+    const ctx = contextOf({ ...ATTACK, action: { name: 'book_flight', arguments: { flight: 'LH123' } } });
+    const early = chatml.withChatTemplate(`{%- if messages[-1].tool_calls %}{{- 'Next: ' + messages[-1].tool_calls[0].name + '\\n' }}{%- endif %}${CHATML_TEMPLATE}`);
+    await expect(encodeTemplateCall(early, ctx, 'template', 1024)).rejects.toThrow(/writes the proposed call before the conversation's last message/);
+    const counting = chatml.withChatTemplate(CHATML_TEMPLATE.replace("'}\\n</tool_call>'", "'} of ' + (messages | length | string) + '\\n</tool_call>'"));
+    const call = await encodeTemplateCall(counting, ctx, 'template', 1024);
+    expect(() => call.contextIds([0, 1, 2], new Set())).toThrow(/renders the proposed call differently when parts of the context are left out/);
   });
 
   it('breaks control literals in nested strings and keys', () => {
