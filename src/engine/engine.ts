@@ -14,6 +14,7 @@ import { encodeTemplateCall, probeTemplate } from './template-format.js';
 import { familyOf, type FamilyRendering } from './family-templates.js';
 import { buildContext } from '../core/context.js';
 import { resolveOptions } from '../core/options.js';
+import type { GuardInput } from '../core/types.js';
 import { exposeAttentionCached, type AttentionAdaptation } from './attention-adapter.js';
 import { KEEP_INPUT, keepLogits, type LogitsAdaptation } from './logits-adapter.js';
 import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
@@ -180,7 +181,7 @@ function checkScoringOptions(options: Pick<EngineOptions, 'scoring' | 'maxBatchT
  * A tool-using conversation every rendering must write whole: a system turn, an assistant turn with text and two
  * parallel calls, both results, an assistant turn with text only, three tools, then the proposed call.
  */
-const PROBE_INPUT = {
+const PROBE_INPUT: GuardInput = {
   messages: [
     { role: 'system', content: 'Probe system text alpha.' },
     { role: 'user', content: 'Probe user request bravo.' },
@@ -207,7 +208,7 @@ const PROBE_INPUT = {
 /** Why the tokenizer's chat template cannot render tool-using conversations whole, or null when it can. */
 export function templateProblem(tokenizer: ProxyTokenizer, rendering: string): string | null {
   try {
-    probeTemplate(tokenizer, buildContext(PROBE_INPUT as never, resolveOptions()), rendering);
+    probeTemplate(tokenizer, buildContext(PROBE_INPUT, resolveOptions()), rendering);
     return null;
   } catch (e) {
     return (e as Error).message;
