@@ -7,7 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { requirement } from '../requirements.js';
@@ -49,5 +49,7 @@ export function familyModelDir(family: Family): string {
     env: { ...process.env, LD_LIBRARY_PATH: '/usr/lib/x86_64-linux-gnu/openblas-openmp' },
   });
   if (run.status !== 0 || !existsSync(join(dir, 'manifest.json'))) throw new Error(`building the ${family} fixture failed (status ${run.status}): ${run.stderr.slice(-2000)}`);
+  // Older versions of this family's fixture are tens of MB each and no script builds them any more.
+  for (const old of readdirSync(CACHE)) if (old.startsWith(`${family}-`) && join(CACHE, old) !== dir && !old.includes('.partial')) rmSync(join(CACHE, old), { recursive: true, force: true });
   return dir;
 }
