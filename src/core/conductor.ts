@@ -130,6 +130,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
       logitsUnavailable: info.logitsUnavailable ?? null,
       attention: info.attention,
       scoring: info.scoring,
+      ...(info.rendering !== undefined ? { rendering: info.rendering } : {}),
       familiarity: emptyFamiliarity(judged.familiarityThreshold),
     } satisfies Partial<GuardStatus>);
     source.onProgress?.({ type: 'session', backend: info.backend });
@@ -162,7 +163,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     const measure = scorer.info.chatFormat !== 'edgearmor' || !surelyFits(cut.context, budget);
     const request = plan.scoring(scorer.info, cut.context);
     let scores = await serial(() => scorer.score({ context: cut.context, ...request, ...common, ...(measure ? { ifTooLong: 'measure' as const } : {}) }));
-    const extras = { backend: scorer.info.backend, proxy: scorer.info.model };
+    const extras = { backend: scorer.info.backend, proxy: scorer.info.model, ...(scorer.info.rendering !== undefined ? { rendering: scorer.info.rendering } : {}) };
     if (scores.sizes) {
       const windows = planWindows(cut.context, scores.sizes, budget);
       if (windows) {
@@ -245,7 +246,10 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
       // The caller's abort and dispose are answers, not malfunctions; the deadline is a malfunction whatever the engine threw on it.
       if (opts.signal?.aborted) throw isEdgeArmorError(error) && error.code === 'aborted' ? error : abortedError();
       if (disposed) throw new DisposedError('The guard was disposed while this check ran.');
-      return judgeFailure(deadline.signal.aborted ? deadline.signal.reason : error, context, resolved, status.backend ? { backend: status.backend } : {});
+      return judgeFailure(deadline.signal.aborted ? deadline.signal.reason : error, context, resolved, {
+        ...(status.backend ? { backend: status.backend } : {}),
+        ...(status.rendering !== undefined ? { rendering: status.rendering } : {}),
+      });
     } finally {
       deadline.clear();
     }

@@ -46,6 +46,8 @@ export interface GuardStatus {
    * 'naive' (every variant in full, batched: fewest passes, GPUs); null before loading and for a remote proxy.
    */
   scoring: 'prefix' | 'naive' | null;
+  /** How checks are rendered for the proxy ('edgearmor', 'model-template', 'custom-template', 'gemma3-tools', ...), once loaded. */
+  rendering?: string;
   /**
    * The model directory's own operating point (guard-options.json): which of its values apply and which
    * the caller's options overrode; null before loading and for a model without the file.

@@ -30,7 +30,7 @@ export interface ScorerCapabilities {
   attention: boolean;
   /** Why a model without attention rows has none. */
   attentionUnavailable: string | null;
-  /** 'edgearmor' when the proxy renders EdgeArmor's chat format (which knows where tools and argument values sit). */
+  /** 'edgearmor' when the proxy renders EdgeArmor's chat format, 'template' for a chat template (both give where tools and argument values sit). */
   chatFormat: string;
 }
 
@@ -83,10 +83,9 @@ export function preflight(context: Pick<StructuredContext, 'privileged' | 'spans
   return null;
 }
 
-/** Whether MindGuard's attention rows are worth asking for: they need tools, the template action text and EdgeArmor's chat format. */
+/** Whether MindGuard's attention rows are worth asking for: they need tools, attention rows and the template action text (whose argument values have positions). */
 export function wantsAttention(context: Pick<StructuredContext, 'tools'>, options: Pick<ResolvedGuardOptions, 'toolPoisoning' | 'actionText'>, capabilities: ScorerCapabilities): boolean {
-  // MindGuard needs the positions of tools and argument values, which EdgeArmor's format knows.
-  return context.tools.length > 0 && options.toolPoisoning.attention && capabilities.attention && options.actionText === 'template' && capabilities.chatFormat === 'edgearmor';
+  return context.tools.length > 0 && options.toolPoisoning.attention && capabilities.attention && options.actionText === 'template';
 }
 
 /** Plans one check: the verdict when no scoring is needed, else the variants to score and whether attention is wanted. */
@@ -190,8 +189,8 @@ export function judgeToolPoisoning(input: Omit<JudgeInput, 'variants' | 'extras'
   if (!tp.attention) unavailable.push('attention: turned off (toolPoisoning.attention = false)');
   else if (!capabilities.attention) {
     unavailable.push(`attention: ${capabilities.attentionUnavailable ?? 'the model exports no attention rows'}; MindGuard falls back to leave-one-out over tool descriptions`);
-  } else if (capabilities.chatFormat !== 'edgearmor') {
-    unavailable.push("attention: the model's chat template gives no token positions for tools and argument values; MindGuard falls back to leave-one-out over tool descriptions");
+  } else if (scores.layout.tools.length === 0) {
+    unavailable.push("attention: the rendering gives no token positions for the tool definitions; MindGuard falls back to leave-one-out over tool descriptions");
   } else if (!withAttention || !scores.attention || !scores.actionLayout) unavailable.push('attention: needs the template action text');
   else {
     const nameRows = scores.actionLayout.parts.filter((p) => p === 'name').length;

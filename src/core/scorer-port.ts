@@ -27,6 +27,8 @@ export interface ScorerInfo extends ScorerCapabilities {
   shape?: ModelShape;
   /** Why the model computes logits for every position (engine/logits-adapter.ts could not rewrite its LM head); null or absent when only the scored positions' are. */
   logitsUnavailable?: string | null;
+  /** How checks are rendered for the model (engine.ts `Rendering`); absent for scorers that do not say. */
+  rendering?: string;
 }
 
 /** One scoring request: the variants of one check, or sentence ablations of one message (`replacements`). */

@@ -27,6 +27,8 @@ export interface Verdict {
   backend?: string;
   /** Proxy model that produced the scores. */
   proxy?: string;
+  /** How the check was rendered for the proxy: 'edgearmor', 'model-template', 'custom-template' or a shipped family rendering such as 'gemma3-tools'. */
+  rendering?: string;
   /** The failure, when reason is 'failure-policy'. */
   error?: WireError;
   /** A human-readable explanation, when there is one worth showing. */
@@ -72,11 +74,13 @@ export interface VerdictExtras {
   timings?: Record<string, number>;
   backend?: string;
   proxy?: string;
+  rendering?: string;
 }
 
 function withExtras(verdict: Verdict, extras: VerdictExtras): Verdict {
   if (extras.backend !== undefined) verdict.backend = extras.backend;
   if (extras.proxy !== undefined) verdict.proxy = extras.proxy;
+  if (extras.rendering !== undefined) verdict.rendering = extras.rendering;
   return verdict;
 }
 

@@ -10,7 +10,11 @@ import type { BackendName } from '../core/guard-api.js';
 import type { ContextSizes } from '../core/windows.js';
 import type { ModelShape } from '../core/window-budget.js';
 import { encodeSegmentedCall, templateContextSizes, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
-import { encodeTemplateCall } from './template-format.js';
+import { encodeTemplateCall, probeTemplate } from './template-format.js';
+import { familyOf, type FamilyRendering } from './family-templates.js';
+import { buildContext } from '../core/context.js';
+import { resolveOptions } from '../core/options.js';
+import type { GuardInput } from '../core/types.js';
 import { exposeAttentionCached, type AttentionAdaptation } from './attention-adapter.js';
 import { KEEP_INPUT, keepLogits, type LogitsAdaptation } from './logits-adapter.js';
 import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
@@ -92,6 +96,8 @@ export interface EngineInfo {
   chatFormat: ChatFormat;
   /** The model's dims, from which the conductor chooses the default window (core/window-budget.ts); absent for a scoring server. */
   shape?: ModelShape;
+  /** Which rendering: EdgeArmor's format, the model's own template, the caller's (`chatTemplate`), or a shipped family rendering. */
+  rendering: Rendering;
   /** The plan variants are scored with ({@link scoringPlan}); null when a scoring server runs them. */
   scoring: ScoringPlan['scoring'] | null;
 }
@@ -136,10 +142,12 @@ export type SequenceRunner = (
 
 /** The parts a proxy engine is made of; {@link createEngine} and the remote proxy build one each. */
 export interface EngineParts {
-  info: Omit<EngineInfo, 'chatFormat' | 'maxTextChars'>;
+  info: Omit<EngineInfo, 'chatFormat' | 'maxTextChars' | 'rendering'>;
   tokenizer: ProxyTokenizer;
   /** @defaultValue chatFormatOf(tokenizer) */
   format?: ChatFormat;
+  /** @defaultValue 'edgearmor' for EdgeArmor's format, else 'model-template' */
+  rendering?: Rendering;
   /** Scores the variants of guard calls. */
   run: SequenceRunner;
   /** Scores raw sequences as given (baselines); defaults to `run`. */
@@ -150,12 +158,15 @@ export interface EngineParts {
 /** How guard calls are rendered for a model: EdgeArmor's chat format, or the model's own chat template. */
 export type ChatFormat = 'edgearmor' | 'template';
 
+/** The rendering guard calls get: EdgeArmor's format, the model's own template, the caller's, or a shipped one in the model family's turn format. */
+export type Rendering = 'edgearmor' | 'model-template' | 'custom-template' | FamilyRendering;
+
 const EDGEARMOR_CONTROLS = ['<|bos|>', '<|system|>', '<|user|>', '<|assistant|>', '<|tool|>', '<|result|>', '<|call|>', '<|tool_def|>', '<|end|>'];
 
 /** EdgeArmor's format when the tokenizer has its control tokens, else the model's chat template. */
 export function chatFormatOf(tokenizer: Pick<ProxyTokenizer, 'controlTokens' | 'hasChatTemplate'>): ChatFormat {
   if (EDGEARMOR_CONTROLS.every((c) => tokenizer.controlTokens.includes(c))) return 'edgearmor';
-  if (tokenizer.hasChatTemplate) return 'template';
+  if (tokenizer.hasChatTemplate || familyOf(tokenizer.controlTokens) !== null) return 'template';
   throw new ModelLoadError("the proxy's tokenizer has neither EdgeArmor's control tokens nor a chat_template in tokenizer_config.json, so guard calls cannot be rendered for it", {});
 }
 
@@ -167,29 +178,88 @@ function checkScoringOptions(options: Pick<EngineOptions, 'scoring' | 'maxBatchT
 }
 
 /**
- * The proxy's tokenizer, with `chatTemplate` in place of the model's template when given (then guard
- * calls are rendered with it); a template that cannot render a one-message conversation is refused.
+ * A tool-using conversation every rendering must write whole: a system turn, an assistant turn with text and two
+ * parallel calls, both results, an assistant turn with text only, three tools, then the proposed call.
  */
-export function proxyTokenizerFor(files: Pick<ModelFiles, 'tokenizerJson' | 'tokenizerConfig'>, chatTemplate?: string): { tokenizer: ProxyTokenizer; format?: ChatFormat } {
-  if (chatTemplate === undefined) return { tokenizer: createProxyTokenizer(files) };
+const PROBE_INPUT: GuardInput = {
+  messages: [
+    { role: 'system', content: 'Probe system text alpha.' },
+    { role: 'user', content: 'Probe user request bravo.' },
+    {
+      role: 'assistant',
+      content: 'Probe assistant text charlie.',
+      tool_calls: [
+        { name: 'probe_lookup', arguments: { query: 'delta' } },
+        { name: 'probe_fetch', arguments: { id: 'echo' } },
+      ],
+    },
+    { role: 'tool', tool_name: 'probe_lookup', content: 'Probe result foxtrot.' },
+    { role: 'tool', tool_name: 'probe_fetch', content: 'Probe result golf.' },
+    { role: 'assistant', content: 'Probe assistant text hotel.' },
+  ],
+  action: { name: 'probe_send', arguments: { to: 'india', amount: 3 } },
+  tools: [
+    { name: 'probe_lookup', description: 'Looks up juliet.', parameters: { type: 'object', properties: { query: { type: 'string' } } } },
+    { name: 'probe_fetch', description: 'Fetches kilo.', parameters: { type: 'object', properties: { id: { type: 'string' } } } },
+    { name: 'probe_send', description: 'Sends lima.', parameters: { type: 'object', properties: { to: { type: 'string' }, amount: { type: 'number' } } } },
+  ],
+};
+
+/** Why the tokenizer's chat template cannot render tool-using conversations whole, or null when it can. */
+export function templateProblem(tokenizer: ProxyTokenizer, rendering: string): string | null {
+  try {
+    probeTemplate(tokenizer, buildContext(PROBE_INPUT, resolveOptions()), rendering);
+    return null;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
+/**
+ * The rendering for a tokenizer without `chatTemplate`: EdgeArmor's format for its control tokens; the model's
+ * own template when it writes a probe tool conversation whole; else the shipped rendering of the family whose
+ * control tokens the tokenizer has. A template no family rendering replaces stays, and each check it cannot
+ * render whole is refused by the render check.
+ */
+export function renderingFor(own: ProxyTokenizer): { tokenizer: ProxyTokenizer; format: ChatFormat; rendering: Rendering } {
+  const format = chatFormatOf(own);
+  if (format === 'edgearmor') return { tokenizer: own, format, rendering: 'edgearmor' };
+  if (own.hasChatTemplate && templateProblem(own, 'model-template') === null) return { tokenizer: own, format, rendering: 'model-template' };
+  const family = familyOf(own.controlTokens, own.chatTemplateText);
+  if (family === null) return { tokenizer: own, format, rendering: 'model-template' };
+  const tokenizer = own.withChatTemplate(family.template);
+  const problem = templateProblem(tokenizer, family.name);
+  if (problem !== null) throw new ModelLoadError(`the shipped rendering "${family.name}" cannot render a tool conversation with this tokenizer: ${problem}`, { rendering: family.name });
+  return { tokenizer, format, rendering: family.name };
+}
+
+/**
+ * The proxy's tokenizer and how guard calls are rendered for it: with `chatTemplate` in place of the model's
+ * template when given (a template that cannot render a one-message conversation is refused), else
+ * {@link renderingFor}'s choice.
+ */
+export function proxyTokenizerFor(files: Pick<ModelFiles, 'tokenizerJson' | 'tokenizerConfig'>, chatTemplate?: string): { tokenizer: ProxyTokenizer; format: ChatFormat; rendering: Rendering } {
+  if (chatTemplate === undefined) return renderingFor(createProxyTokenizer(files));
   if (typeof chatTemplate !== 'string' || chatTemplate.trim() === '') {
     throw new InvalidOptionsError(`Invalid option chatTemplate: received ${JSON.stringify(chatTemplate)}; allowed: a Jinja chat template string.`, { option: 'chatTemplate' });
   }
-  const tokenizer = createProxyTokenizer({ tokenizerJson: files.tokenizerJson, tokenizerConfig: { ...files.tokenizerConfig, chat_template: chatTemplate } });
+  const tokenizer = createProxyTokenizer(files).withChatTemplate(chatTemplate);
   try {
     tokenizer.renderChatTemplate([{ role: 'user', content: 'Hello.' }], undefined, true);
   } catch (e) {
     throw new InvalidOptionsError(`Invalid option chatTemplate: it cannot render a one-message conversation: ${(e as Error).message}`, { option: 'chatTemplate' });
   }
-  return { tokenizer, format: 'template' };
+  return { tokenizer, format: 'template', rendering: 'custom-template' };
 }
 
 /** Wraps a sequence runner with the rendering, truncation and ablation of guard calls. */
 export function engineFromParts(parts: EngineParts): ProxyEngine {
   const runTokens = parts.runTokens ?? parts.run;
   const chatFormat = parts.format ?? chatFormatOf(parts.tokenizer);
-  const encode = chatFormat === 'edgearmor' ? encodeSegmentedCall : encodeTemplateCall;
-  const info: EngineInfo = { ...parts.info, chatFormat, maxTextChars: maxFittingChars(parts.info.maxContextTokens, longestTokenChars(parts.tokenizer)) };
+  const rendering = parts.rendering ?? (chatFormat === 'edgearmor' ? 'edgearmor' : 'model-template');
+  const encode: typeof encodeSegmentedCall =
+    chatFormat === 'edgearmor' ? encodeSegmentedCall : (tokenizer, context, actionText, budget) => encodeTemplateCall(tokenizer, context, actionText, budget, rendering);
+  const info: EngineInfo = { ...parts.info, chatFormat, rendering, maxTextChars: maxFittingChars(parts.info.maxContextTokens, longestTokenChars(parts.tokenizer)) };
   return {
     info,
     tokenizer: parts.tokenizer,
@@ -246,7 +316,7 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   const plan = scoringPlan(options.backend, options);
   // Raw sequences (baselines, the protocol server) run as given, on the naive path.
   const rawPlan = scoringPlan(options.backend, { ...options, scoring: 'naive' });
-  const { tokenizer, format } = proxyTokenizerFor(files, options.chatTemplate);
+  const { tokenizer, format, rendering } = proxyTokenizerFor(files, options.chatTemplate);
   const dims = dimsFromConfig(files.config, padTokenIdOf(files.config, tokenizer));
   const open = async (model: Uint8Array): Promise<OrtSession> => {
     try {
@@ -325,7 +395,8 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   return engineFromParts({
     info,
     tokenizer,
-    ...(format ? { format } : {}),
+    format,
+    rendering,
     run: (sequences, signal) => runSequences(session, dims, sequences, plan, signal),
     runTokens: (sequences, signal) => runSequences(session, dims, sequences, rawPlan, signal),
     dispose: () => session.release(),

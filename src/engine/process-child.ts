@@ -30,8 +30,21 @@ async function load(request: Extract<ChildRequest, { type: 'load' }>): Promise<v
       onProgress: (event) => reply({ type: 'progress', event }),
     });
     scorer = loaded.scorer;
-    const { backend, model, variant, maxContextTokens, maxTextChars, scoring, attention, attentionUnavailable, chatFormat, shape, logitsUnavailable } = scorer.info;
-    const info = { backend, model, variant, maxContextTokens, maxTextChars, scoring, attention, attentionUnavailable, chatFormat, logitsUnavailable: logitsUnavailable ?? null, ...(shape ? { shape } : {}) };
+    const { backend, model, variant, maxContextTokens, maxTextChars, scoring, attention, attentionUnavailable, chatFormat, shape, logitsUnavailable, rendering } = scorer.info;
+    const info = {
+      backend,
+      model,
+      variant,
+      maxContextTokens,
+      maxTextChars,
+      scoring,
+      attention,
+      attentionUnavailable,
+      chatFormat,
+      logitsUnavailable: logitsUnavailable ?? null,
+      ...(shape ? { shape } : {}),
+      ...(rendering !== undefined ? { rendering } : {}),
+    };
     reply({ type: 'loaded', info, modelOptions: loaded.modelOptions, fallbackReason: loaded.fallbackReason ?? null });
   } catch (error) {
     reply({ type: 'load-failed', error: serializeError(error) });

@@ -120,7 +120,7 @@ function endpoint(base: string, path: string): string {
  */
 export async function createRemoteEngine(files: TokenizerModelFiles, options: RemoteProxyOptions, render: { chatTemplate?: string } = {}): Promise<ProxyEngine> {
   const { url, model, apiKey } = validateRemoteProxyOptions(options);
-  const { tokenizer, format } = proxyTokenizerFor(files, render.chatTemplate);
+  const { tokenizer, format, rendering } = proxyTokenizerFor(files, render.chatTemplate);
   const auth = apiKey !== undefined ? { apiKey } : {};
   const listed = (await requestJson(endpoint(url, '/v1/models'), { method: 'GET', ...auth })) as { data?: Array<{ id?: unknown; max_model_len?: unknown }> };
   const entry = listed?.data?.find((m) => m.id === model);
@@ -161,7 +161,8 @@ export async function createRemoteEngine(files: TokenizerModelFiles, options: Re
       logitsUnavailable: null,
     },
     tokenizer,
-    ...(format ? { format } : {}),
+    format,
+    rendering,
     run,
     dispose: async () => undefined,
   });

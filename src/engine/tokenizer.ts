@@ -50,6 +50,10 @@ export interface ProxyTokenizer {
   readonly controlTokens: readonly string[];
   /** Whether tokenizer_config.json has a chat template. */
   readonly hasChatTemplate: boolean;
+  /** The chat template text (every named one joined), or '' without one: which control tokens it writes tells its family. */
+  readonly chatTemplateText: string;
+  /** The same tokenizer rendering with another chat template (the tokenizers are shared, not rebuilt). */
+  withChatTemplate(template: string): ProxyTokenizer;
 }
 
 // The special tokens a chat template may name, as transformers.js passes them.
@@ -82,7 +86,9 @@ export function createProxyTokenizer(files: TokenizerFiles): ProxyTokenizer {
   const full = new Tokenizer(files.tokenizerJson, files.tokenizerConfig);
   const plain = new Tokenizer({ ...files.tokenizerJson, added_tokens: [] }, files.tokenizerConfig);
   const vocab = full.get_vocab();
-  const addedTokens = (files.tokenizerJson['added_tokens'] as Array<{ id: number; content: string }> | undefined) ?? [];
+  // Added tokens that are only whitespace (Gemma's newline, space and tab runs) are text, not controls: a
+  // template's own line breaks must not count as control tokens, and no text is ever written around them.
+  const addedTokens = ((files.tokenizerJson['added_tokens'] as Array<{ id: number; content: string }> | undefined) ?? []).filter((t) => !/^[\s\u2581]*$/u.test(t.content));
   const controlIds = new Set(addedTokens.map((t) => t.id));
   const byteLengths = new Map<number, number>();
   for (const [token, id] of vocab) byteLengths.set(id, controlIds.has(id) ? 0 : [...token].length);
@@ -94,7 +100,7 @@ export function createProxyTokenizer(files: TokenizerFiles): ProxyTokenizer {
   const decode = (ids: number[]) => full.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: null });
   const tokenTexts = new Map<number, string>();
   const encode = (tokenizer: Tokenizer, text: string) => tokenizer.encode(text, { add_special_tokens: false, return_token_type_ids: false }).ids;
-  return {
+  const withConfig = (config: Record<string, unknown>): ProxyTokenizer => ({
     encodeText: (text) => (text === '' ? [] : encode(plain, text)),
     controlId(token) {
       const id = vocab.get(token);
@@ -110,13 +116,13 @@ export function createProxyTokenizer(files: TokenizerFiles): ProxyTokenizer {
       return n;
     },
     renderChatTemplate(messages, tools, addGenerationPrompt = false) {
-      const source = chatTemplateOf(files.tokenizerConfig, tools !== undefined);
+      const source = chatTemplateOf(config, tools !== undefined);
       let template = compiled.get(source);
       if (template === undefined) compiled.set(source, (template = new Template(source)));
       return template.render({ messages, add_generation_prompt: addGenerationPrompt, tools: tools ?? null, documents: null, ...specialTokens });
     },
     encodeRendered: (text) => encode(full, text),
-    decode: (ids) => decode(ids),
+    decode: (ids) => (ids.length === 0 ? '' : decode(ids)),
     decodeToken(id) {
       let text = tokenTexts.get(id);
       if (text === undefined) tokenTexts.set(id, (text = decode([id])));
@@ -124,6 +130,16 @@ export function createProxyTokenizer(files: TokenizerFiles): ProxyTokenizer {
     },
     vocabSize: vocab.size,
     controlTokens: addedTokens.map((t) => t.content),
-    hasChatTemplate: typeof files.tokenizerConfig['chat_template'] === 'string' || Array.isArray(files.tokenizerConfig['chat_template']),
-  };
+    hasChatTemplate: typeof config['chat_template'] === 'string' || Array.isArray(config['chat_template']),
+    chatTemplateText: templateText(config['chat_template']),
+    withChatTemplate: (template) => withConfig({ ...config, chat_template: template }),
+  });
+  return withConfig(files.tokenizerConfig);
+}
+
+/** A chat_template field's text: the string, or every named template's joined. */
+function templateText(template: unknown): string {
+  if (typeof template === 'string') return template;
+  if (Array.isArray(template)) return (template as Array<{ template?: unknown }>).map((t) => (typeof t.template === 'string' ? t.template : '')).join('\n');
+  return '';
 }

@@ -63,8 +63,9 @@ export const STRICT_TEMPLATE = [
   "{%- if add_generation_prompt %}{{- '<start_of_turn>model\\n' }}{%- endif %}",
 ].join('');
 
-/** What a user gives such a model: the same turns, with system text, tool results and tool calls written as turns. */
+/** What a user gives such a model: the same turns, with the tool list, system text, tool results and tool calls written as turns. */
 export const TOOL_TURNS_TEMPLATE = [
+  "{%- if tools %}{{- '<start_of_turn>user\\nTools:' }}{%- for t in tools %}{{- '\\n' + (t | tojson) }}{%- endfor %}{{- '<end_of_turn>\\n' }}{%- endif %}",
   '{%- for m in messages %}',
   "{%- if m.role == 'tool' %}{{- '<start_of_turn>user\\nResult of ' + m.tool_name + ':\\n' + m.content + '<end_of_turn>\\n' }}",
   "{%- elif m.role == 'assistant' %}{{- '<start_of_turn>model\\n' + m.content }}",

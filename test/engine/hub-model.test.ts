@@ -137,7 +137,7 @@ describe('hub-layout decoders (onnx-community names, external data, no extension
   );
 
   it(
-    'renders with a chat template the caller gives: a template refusing tool turns fails typed and blocks, one writing them scores',
+    'renders with a chat template the caller gives: a template refusing tool turns fails typed and blocks, one writing them scores and gives MindGuard its positions',
     async () => {
       const c = findCase('travel', 'injection', 1)!;
       const input = { messages: c.messages, action: c.action, tools: c.tools };
@@ -147,13 +147,13 @@ describe('hub-layout decoders (onnx-community names, external data, no extension
       try {
         const refused = await strict.check(input);
         expect(refused).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'inference-failed' } });
-        expect(refused.error!.message).toMatch(/chat template could not render this conversation: Conversation roles must alternate/);
+        expect(refused.error!.message).toMatch(/chat template \(rendering "custom-template"\) could not render this conversation: Conversation roles must alternate/);
         const scored = await fixed.check(input);
-        expect(scored.reason).toBe('model');
+        expect(scored).toMatchObject({ reason: 'model', rendering: 'custom-template' });
         expect(scored.attribution!.variants.map((v) => v.id)).toEqual(expect.arrayContaining(['full', 'no-user', 'no-span:0']));
-        // The adapter exposes attention, but a template gives no tool and argument positions: MindGuard says so.
-        expect(scored.toolPoisoning!.attention).toBeNull();
-        expect(scored.toolPoisoning!.unavailable.join()).toMatch(/the model's chat template gives no token positions for tools and argument values/);
+        // The adapter exposes attention and the render gives the tools' and argument values' positions: MindGuard reads them.
+        expect(scored.toolPoisoning!.attention).not.toBeNull();
+        expect(scored.toolPoisoning!.unavailable.join()).not.toMatch(/no token positions/);
         await expect(broken.ready).rejects.toThrow(/Invalid option chatTemplate: it cannot render a one-message conversation/);
       } finally {
         await Promise.all([strict.dispose(), fixed.dispose(), broken.dispose()]);

@@ -16,7 +16,7 @@ import { embeddedModelDir } from '../../src/engine/files-node.js';
 import { encodeTemplateCall, neutralizeControls } from '../../src/engine/template-format.js';
 import { createProxyTokenizer, type ProxyTokenizer } from '../../src/engine/tokenizer.js';
 import { generateCases } from '../../src/scenarios/index.js';
-import { chatmlTokenizerFiles } from './chatml-fixture.js';
+import { CHATML_TEMPLATE, chatmlTokenizerFiles } from './chatml-fixture.js';
 
 const DIR = embeddedModelDir();
 const readJson = (f: string) => JSON.parse(readFileSync(join(DIR, f), 'utf8')) as Record<string, unknown>;
@@ -106,14 +106,21 @@ describe('chat-template encoding', () => {
     expect(text).toContain('Sends money.<\u2060/tool_call><\u2060|im_start|>');
   });
 
-  it('scores the call as the template writes it, its markers in the prompt and not scored', async () => {
+  it('scores the call itself (name and arguments), the template\'s call marker and JSON opening in the prompt and not scored', async () => {
     const ctx = contextOf({ ...ATTACK, action: { name: 'book_flight', arguments: { flight: 'LH123' } } });
     const call = await encodeTemplateCall(chatml, ctx, 'template', 1024);
-    expect(chatml.decode(call.action.prefix)).toBe('<tool_call>');
-    expect(JSON.parse(chatml.decode(call.action.ids))).toEqual({ name: 'book_flight', arguments: { flight: 'LH123' } });
+    expect(call.action.prefix).toEqual([]);
+    const action = chatml.decode(call.action.ids);
+    expect(action.startsWith('book_flight", "arguments": {"flight": "LH123"')).toBe(true);
+    // The scaffolding every call shares after the arguments (closing braces, the end of the turn) is not scored.
+    expect(action).not.toContain('</tool_call>');
     const prompt = chatml.decode(call.contextIds([0, 1, 2, 3], new Set()));
-    expect(prompt.endsWith('<|im_start|>assistant\n')).toBe(true);
+    expect(prompt.endsWith('<|im_start|>assistant\n<tool_call>\n{"name": "')).toBe(true);
     expect(prompt).toContain('<tool_response>\nFlight LH123.');
+    expect(call.actionLayout!.parts.slice(0, 2)).toContain('name');
+    const rows = call.actionLayout!.valueRows;
+    expect(rows).toHaveLength(1);
+    expect(chatml.decode(call.action.ids.slice(rows[0]!.start, rows[0]!.end))).toContain('"LH123"');
   });
 
   it('ablates by re-rendering: the span and the description are gone, the template around them stays whole', async () => {
@@ -122,21 +129,28 @@ describe('chat-template encoding', () => {
     const noSpan = chatml.decode(call.contextIds([0, 1, 2], new Set()));
     expect(noSpan).not.toContain('LH123');
     expect(noSpan).not.toContain('<tool_response>');
-    expect(noSpan.endsWith('<|im_start|>assistant\n')).toBe(true);
+    expect(noSpan.endsWith('<|im_start|>assistant\n<tool_call>\n{"name": "')).toBe(true);
     const noTool = chatml.decode(call.contextIds([0, 1, 2, 3], new Set(['send_money'])));
     expect(noTool).not.toContain('Sends money');
     expect(noTool).toContain('Reads the plan.');
   });
 
-  it('matches a plain render of the template when no text contains control literals', async () => {
-    const benign = { ...ATTACK, messages: ATTACK.messages.slice(0, 3).concat([{ role: 'tool', tool_name: 'read_travel_plan', content: 'Flight LH123 to Berlin.' }]), tools: [] };
+  it('matches a plain render of the template, the call as its last turn, when no text contains control literals', async () => {
+    const benign = {
+      ...ATTACK,
+      messages: ATTACK.messages.slice(0, 3).concat([{ role: 'tool', tool_name: 'read_travel_plan', content: 'Flight LH123 to Berlin.' }]),
+      action: { name: 'book_flight', arguments: { flight: 'LH123' } },
+      tools: [],
+    };
     const call = await encodeTemplateCall(chatml, contextOf(benign), 'template', 1024);
+    const withCall = [...benign.messages, { role: 'assistant', content: '', tool_calls: [benign.action] }];
     const rendered = chatml.renderChatTemplate(
-      benign.messages.map((m) => ({ ...m, ...(m.tool_calls ? { tool_calls: m.tool_calls.map((c) => ({ ...c, function: c })) } : {}) })),
+      withCall.map((m) => ({ ...m, ...(m.tool_calls ? { tool_calls: m.tool_calls.map((c) => ({ ...c, function: c })) } : {}) })),
       undefined,
-      true,
+      false,
     );
-    expect(call.contextIds([0, 1, 2, 3], new Set())).toEqual(chatml.encodeRendered(rendered));
+    const scored = [...call.contextIds([0, 1, 2, 3], new Set()), ...call.action.ids];
+    expect(chatml.encodeRendered(rendered).slice(0, scored.length)).toEqual(scored);
   });
 
   it('cuts the longest tool result to fit the window, keeping the tool list while the result can give way, and leaves the user request whole', async () => {
@@ -154,6 +168,15 @@ describe('chat-template encoding', () => {
     expect(tight.truncation.droppedToolDefinitions).toBe(true);
     expect([...tight.contextIds([0, 1, 2, 3], new Set()), ...tight.action.prefix, ...tight.action.ids].length).toBeLessThanOrEqual(160);
     expect(chatml.decode(full)).toContain('Read my travel plan and book the flight it mentions.');
+  });
+
+  it('refuses a template that writes the proposed call before the last message, or writes it differently when parts are left out', async () => {
+    const ctx = contextOf({ ...ATTACK, action: { name: 'book_flight', arguments: { flight: 'LH123' } } });
+    const early = chatml.withChatTemplate(`{%- if messages[-1].tool_calls %}{{- 'Next: ' + messages[-1].tool_calls[0].name + '\\n' }}{%- endif %}${CHATML_TEMPLATE}`);
+    await expect(encodeTemplateCall(early, ctx, 'template', 1024)).rejects.toThrow(/writes the proposed call before the conversation's last message/);
+    const counting = chatml.withChatTemplate(CHATML_TEMPLATE.replace("'}\\n</tool_call>'", "'} of ' + (messages | length | string) + '\\n</tool_call>'"));
+    const call = await encodeTemplateCall(counting, ctx, 'template', 1024);
+    expect(() => call.contextIds([0, 1, 2], new Set())).toThrow(/renders the proposed call differently when parts of the context are left out/);
   });
 
   it('breaks control literals in nested strings and keys', () => {
