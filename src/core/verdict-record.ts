@@ -57,6 +57,8 @@ export interface VerdictRecord {
   } | null;
   backend: string | null;
   proxy: string | null;
+  /** How the check was rendered for the proxy ('edgearmor', 'model-template', 'custom-template' or a shipped family rendering), or null. */
+  rendering: string | null;
   timings: Record<string, number>;
   error?: { name: string; code: ErrorCode; message: string; details: Record<string, unknown> };
   /** The input's tool-definition findings (pins, collisions, shadowing, hidden text, schema anomalies), present only when it carried any; `decides` marks those whose policy blocked the call. */
@@ -121,6 +123,7 @@ export function verdictRecord(id: string, v: Verdict): VerdictRecord {
       : null,
     backend: v.backend ?? null,
     proxy: v.proxy ?? null,
+    rendering: v.rendering ?? null,
     timings: v.timings,
     ...(v.error ? { error: v.error } : {}),
     ...(v.toolDefinitions && v.toolDefinitions.length > 0 ? { tool_definitions: v.toolDefinitions } : {}),
