@@ -107,7 +107,7 @@ def read_inputs(args) -> dict:
     for key, name in names.items():
         path = os.path.join(args.work, name)
         if not os.path.isfile(path):
-            if key == "gen_train" and args.generator_share == 0 or key == "gen_val":
+            if key == "gen_train" and (args.generator_share == 0 or args.plant_only) or key == "gen_val":
                 out[key] = []
                 continue
             raise BadInput(f"missing input {path}")
@@ -123,7 +123,7 @@ def read_inputs(args) -> dict:
                 raise BadInput(f"{names[key]} line {i + 1}: unscreened is true or false, not {c['unscreened']!r}")
     if not trained_conversations(out) and not args.plant_only:
         raise BadInput(f"{os.path.join(args.work, names['train'])} has no conversations to train on (every one is unscreened)")
-    if args.generator_share > 0 and not out["gen_train"]:
+    if args.generator_share > 0 and not out["gen_train"] and not args.plant_only:
         raise BadInput(f"{os.path.join(args.work, names['gen_train'])} has no cases (or pass --generator-share 0)")
     return out
 

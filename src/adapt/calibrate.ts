@@ -32,7 +32,7 @@ import { FAMILIARITY_MIN_CHECKS } from '../core/familiarity.js';
 import type { Guard } from '../core/guard-api.js';
 import { isPlainObject } from '../core/json.js';
 import { quantile } from '../core/metrics.js';
-import { applyModelOptions, type ModelCalibration, type ModelOptions, type ModelOptionPath } from '../core/model-options.js';
+import { applyModelOptions, MODEL_OPTION_PATHS, type ModelCalibration, type ModelOptions, type ModelOptionPath } from '../core/model-options.js';
 import { setOptionAt } from '../core/option-sources.js';
 import { mergeOptions, resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
 import type { ModelVariant, RemoteProxyOptions } from '../core/runtime-options.js';
@@ -248,7 +248,8 @@ export async function calibrate(options: CalibrateOptions): Promise<CalibrateRep
     const realCalls = evidence.filter((c) => c.real).length;
     const calibration: ModelCalibration = { targetFpr, injected, benign, realCalls, tpr: choice.chosen.tpr, fpr: choice.chosen.fpr, rocAuc: choice.chosen.rocAuc };
     const created = new Date().toISOString();
-    const overridden = applyModelOptions(caller, { schema: 1, options: written }).status.overridden;
+    // A remote proxy's point goes into the caller's own config file, which is what overrides a model's file.
+    const overridden = options.remoteProxy ? [] : applyModelOptions(caller, { schema: 1, options: written }).status.overridden;
 
     options.signal?.throwIfAborted();
     const target = options.remoteProxy
@@ -304,9 +305,10 @@ async function writeModelCopy(modelDir: string, out: string, written: ModelOptio
 }
 
 /**
- * The point merged into a CLI config file (edgearmor.config.json), keeping every other option it holds;
- * written to a temporary file and renamed. A config file holds options only, so the source and date are
- * the report's.
+ * The point merged into a CLI config file (edgearmor.config.json): every option a calibration sets is
+ * replaced (an earlier point's threshold this one did not place goes, rather than mix two points), every
+ * other option it holds is kept; written to a temporary file and renamed. A config file holds options
+ * only, so the source and date are the report's.
  */
 function writeConfigFile(path: string, written: ModelOptions): string {
   let existing: GuardOptions = {};
@@ -319,7 +321,8 @@ function writeConfigFile(path: string, written: ModelOptions): string {
       throw new InvalidInputError(`${path}: not valid JSON (${(e as Error).message}); fix or remove it, calibrate merges the point into it.`, { path });
     }
     if (!isPlainObject(parsed)) throw new InvalidInputError(`${path}: expected an object of guard options; fix or remove it, calibrate merges the point into it.`, { path });
-    existing = parsed as GuardOptions;
+    existing = structuredClone(parsed) as GuardOptions;
+    for (const path of MODEL_OPTION_PATHS) deleteOptionAt(existing as Record<string, unknown>, path.split('.'));
   }
   const merged = mergeOptions(written as GuardOptions, existing);
   resolveOptions(merged);
@@ -327,4 +330,18 @@ function writeConfigFile(path: string, written: ModelOptions): string {
   writeFileSync(stage, `${JSON.stringify(merged, null, 2)}\n`);
   renameSync(stage, path);
   return resolve(path);
+}
+
+/** Removes the option at a dotted path, and any object it leaves empty. */
+function deleteOptionAt(target: Record<string, unknown>, path: readonly string[]): void {
+  const [key, ...rest] = path;
+  if (key === undefined || !(key in target)) return;
+  if (rest.length === 0) {
+    delete target[key];
+    return;
+  }
+  const inner = target[key];
+  if (!isPlainObject(inner)) return;
+  deleteOptionAt(inner, rest);
+  if (Object.keys(inner).length === 0) delete target[key];
 }
