@@ -162,7 +162,6 @@ function validate(o: CalibrateOptions, targetFpr: number, budget: number): { mod
   }
   const out = o.out === undefined ? null : resolve(o.out);
   if (out !== null && existsSync(out) && readdirSync(out).length > 0) throw new InvalidOptionsError(`--out ${o.out}: the directory exists and is not empty; give a new or empty directory.`, { option: 'out' });
-  if (out === modelDir) throw new InvalidOptionsError(`--out ${o.out} is the model directory itself; leave --out away to write into it.`, { option: 'out' });
   return { modelDir, out };
 }
 
