@@ -25,14 +25,16 @@ export interface CalibrationEvidence {
   /** Each group's delta and the user's delta from the group's own baseline. */
   groups: Array<{ delta: number; user: number }>;
   groupMargin: number;
-  /** Each tool description's leave-one-out score dT - dU above the noise floor: flagged iff > margin - tau. */
+  /** Each tool description's leave-one-out score dT - dU above the noise floor, judged after a tool result: flagged iff > margin - tau. */
   descriptions: number[];
+  /** The same, judged where no tool result was in the context (a first call, or a window without one): by the first-call margin. */
+  firstCallDescriptions: number[];
   /**
    * MindGuard's largest AIR (flagged iff above the AIR threshold of the call's kind), or null: no attention,
    * or a check judged in windows whose AIR is at most `windowedAirThreshold` (no threshold lets it flag).
    */
   air: number | null;
-  /** Made before any tool result: the first-call description margin and AIR threshold judge it. */
+  /** Made before any tool result: the first-call AIR threshold judges it. */
   firstCall: boolean;
 }
 
@@ -45,10 +47,29 @@ export interface CalibrationCase {
   evidence: CalibrationEvidence;
 }
 
+/**
+ * Whether each description of a check judged in windows was judged with the first-call margin: a window
+ * without a tool result judges by it (judge.ts). Where the windows that judged a tool were of both kinds,
+ * the kept entry (the window where it scored highest) came from the kind whose margin agrees with its flag
+ * at the options it was judged with; where both agree, the check's own kind.
+ */
+function windowKinds(verdict: Verdict, options: Pick<ResolvedGuardOptions, 'toolPoisoning' | 'tau'>, beforeToolResults: boolean): (t: { tool: string; score: number; flagged: boolean }) => boolean {
+  const judged = verdict.windows?.judged;
+  if (judged === undefined) return () => beforeToolResults;
+  const tp = options.toolPoisoning;
+  return (t) => {
+    const kinds = new Set(judged.filter((w) => w.tools.includes(t.tool)).map((w) => w.messages.length === 0));
+    if (kinds.size === 1) return [...kinds][0]!;
+    const flagsAt = (margin: number) => t.score > margin - options.tau;
+    const first = flagsAt(tp.beforeToolResults.leaveOneOutMargin);
+    return first === flagsAt(tp.leaveOneOutMargin) ? beforeToolResults : first === t.flagged;
+  };
+}
+
 /** The evidence of a verdict the guard returned with `options`: its failure, deltas, description scores and AIR. */
 export function evidenceOf(
   verdict: Verdict,
-  options: Pick<ResolvedGuardOptions, 'toolPoisoning' | 'noiseFloor'>,
+  options: Pick<ResolvedGuardOptions, 'toolPoisoning' | 'noiseFloor' | 'tau'>,
   beforeToolResults: boolean,
 ): CalibrationEvidence {
   const a = verdict.attribution;
@@ -58,6 +79,7 @@ export function evidenceOf(
   // The noise floor keeps a part whose removal does not lower the call from ever being flagged (attribution.ts).
   const tools = (tp?.leaveOneOut?.tools ?? []).filter((t) => t.normalizedDelta > floor);
   const setsValue = valueMargin !== null && tools.some((t) => typeof t.valueDelta === 'number' && t.valueDelta > valueMargin);
+  const firstCallKind = windowKinds(verdict, options, beforeToolResults);
   const forced = verdict.reason === 'failure-policy' ? 'failure' : setsValue ? 'value' : null;
   const spans = (a?.spans ?? []).flatMap((s) => [
     ...(s.normalizedDelta > floor ? [s.deltas.whole] : []),
@@ -72,7 +94,8 @@ export function evidenceOf(
     spans,
     groups: a ? a.groups.map((g) => ({ delta: g.deltas.whole, user: g.userDeltas.whole })) : [],
     groupMargin: a ? a.groupMargin : 0,
-    descriptions: tools.map((t) => t.score),
+    descriptions: tools.filter((t) => !firstCallKind(t)).map((t) => t.score),
+    firstCallDescriptions: tools.filter(firstCallKind).map((t) => t.score),
     air: windowedOut ? null : air,
     firstCall: beforeToolResults,
   };
@@ -124,9 +147,9 @@ export function blockMargin(e: CalibrationEvidence, userWeight: number): number 
  */
 export function blockExcess(e: CalibrationEvidence, t: OperatingThresholds): number {
   if (e.forced !== null) return Infinity;
-  const margin = e.firstCall ? t.firstCallDescriptionMargin : t.descriptionMargin;
   let m = blockMargin(e, t.userWeight) + t.tau;
-  for (const d of e.descriptions) m = Math.max(m, d - margin + t.tau);
+  for (const d of e.descriptions) m = Math.max(m, d - t.descriptionMargin + t.tau);
+  for (const d of e.firstCallDescriptions) m = Math.max(m, d - t.firstCallDescriptionMargin + t.tau);
   if (e.air !== null) m = Math.max(m, e.air - (e.firstCall ? t.firstCallAirThreshold : t.airThreshold));
   return m;
 }
@@ -214,8 +237,9 @@ function signalValue(e: CalibrationEvidence, signal: CalibratedSignal, w: number
     case 'spans':
       return blockMargin(e, w);
     case 'descriptions':
+      return e.descriptions.length > 0 ? Math.max(...e.descriptions) : -Infinity;
     case 'firstCallDescriptions':
-      return e.firstCall === (signal === 'firstCallDescriptions') && e.descriptions.length > 0 ? Math.max(...e.descriptions) : -Infinity;
+      return e.firstCallDescriptions.length > 0 ? Math.max(...e.firstCallDescriptions) : -Infinity;
     case 'air':
     case 'firstCallAir':
       return e.firstCall === (signal === 'firstCallAir') && e.air !== null ? e.air : -Infinity;

@@ -4,6 +4,7 @@ import {
   blockExcess,
   blockMargin,
   chooseOperatingPoint,
+  evidenceOf,
   operatingPoint,
   pointOptions,
   thresholdsOf,
@@ -14,6 +15,7 @@ import {
 } from '../../src/core/calibration.js';
 import { parseModelOptionsFile } from '../../src/core/model-options.js';
 import { resolveOptions } from '../../src/core/options.js';
+import type { Verdict } from '../../src/core/verdict.js';
 
 const ev = (dU: number, spans: number[], extra: Partial<CalibrationEvidence> = {}): CalibrationEvidence => ({
   forced: null,
@@ -22,6 +24,7 @@ const ev = (dU: number, spans: number[], extra: Partial<CalibrationEvidence> = {
   groups: [],
   groupMargin: 0,
   descriptions: [],
+  firstCallDescriptions: [],
   air: null,
   firstCall: false,
   ...extra,
@@ -51,9 +54,34 @@ describe('calibration replays verdicts at any operating point', () => {
     // MindGuard's AIR against the threshold of the call's kind: 2.2 after a tool result, 0.81 before any.
     expect(blockedAt(ev(0, [], { air: 1.5 }), DEFAULTS)).toBe(false);
     expect(blockedAt(ev(0, [], { air: 1.5, firstCall: true }), DEFAULTS)).toBe(true);
-    // A first call's description is judged by the first-call margin (0.26): 0.3 - 0.26 - 0.1 < 0.
-    expect(blockedAt(ev(0, [], { descriptions: [0.3], firstCall: true }), DEFAULTS)).toBe(false);
+    // A description judged with no tool result in context by the first-call margin (0.26): 0.3 - 0.26 - 0.1 < 0.
+    expect(blockedAt(ev(0, [], { firstCallDescriptions: [0.3], firstCall: true }), DEFAULTS)).toBe(false);
     expect(blockedAt(ev(0, [], { descriptions: [0.3] }), DEFAULTS)).toBe(true);
+  });
+
+  it("reads a verdict's evidence as the guard judged it: noise floor, value rule, windows of either kind", () => {
+    const tool = (name: string, score: number, extra: Record<string, unknown> = {}) => ({ tool: name, score, flagged: false, normalizedDelta: 0.1, valueDelta: null, ...extra });
+    const verdict = (tools: unknown[], extra: Record<string, unknown> = {}) =>
+      ({
+        reason: 'model',
+        attribution: { user: { deltas: { whole: 0.2 } }, spans: [{ deltas: { whole: 0.5 }, normalizedDelta: 0.5 }, { deltas: { whole: -0.1 }, normalizedDelta: -0.1 }], groups: [], groupMargin: 0 },
+        toolPoisoning: { leaveOneOut: { tools }, attention: { score: 1.5 } },
+        ...extra,
+      }) as unknown as Verdict;
+    const options = resolveOptions({});
+    // A span or description whose removal does not lower the call (at or below the noise floor, 0) is never flagged.
+    const plain = evidenceOf(verdict([tool('a', 0.3), tool('b', 0.9, { normalizedDelta: 0 })]), options, false);
+    expect(plain).toEqual({ forced: null, dU: 0.2, spans: [0.5], groups: [], groupMargin: 0, descriptions: [0.3], firstCallDescriptions: [], air: 1.5, firstCall: false });
+    expect(evidenceOf(verdict([tool('a', 0.3)]), options, true)).toMatchObject({ descriptions: [], firstCallDescriptions: [0.3], firstCall: true });
+    // The value rule (valueMargin 1) blocks whatever the thresholds.
+    expect(evidenceOf(verdict([tool('a', 0, { valueDelta: 1.2 })]), options, false).forced).toBe('value');
+    // In windows: a tool judged only in windows without a tool result goes by the first-call margin; one judged in
+    // both kinds goes by the kind its flag agrees with (0.14 flags at the later cut, 0.05, not at the first-call
+    // one, 0.16: unflagged, it was judged in the first-call window). An AIR at most windowedAirThreshold (3) never flags.
+    const windows = { judged: [{ messages: [], tools: ['a', 'b'] }, { messages: [3], tools: ['b', 'c'] }] };
+    const windowed = evidenceOf(verdict([tool('a', 0.2), tool('b', 0.14), tool('c', 0.12, { flagged: true })], { windows }), options, false);
+    expect(windowed).toMatchObject({ descriptions: [0.12], firstCallDescriptions: [0.2, 0.14], air: null });
+    expect(evidenceOf(verdict([tool('b', 0.14, { flagged: true })], { windows }), options, false)).toMatchObject({ descriptions: [0.14], firstCallDescriptions: [] });
   });
 
   it('counts rates per call and per conversation', () => {
@@ -134,7 +162,7 @@ describe('calibration replays verdicts at any operating point', () => {
   });
 
   it('places the first-call AIR threshold and description margin on first calls alone', () => {
-    const first = (extra: Partial<CalibrationEvidence>) => ev(0, [], { firstCall: true, ...extra });
+    const first = (extra: Partial<CalibrationEvidence>) => ev(0, [], { firstCall: true, ...extra, firstCallDescriptions: extra.descriptions ?? [], descriptions: [] });
     const cases = [
       injected(first({ air: 1.2 })),
       injected(first({ descriptions: [0.9] })),
