@@ -103,7 +103,7 @@ export interface CalibrateOptions {
   minConversations?: number;
   /** Python 3 for planting (standard library only). @defaultValue as adapt finds it */
   python?: string;
-  /** Planted checks, instead of what the budget holds (tests). */
+  /** Planted checks, instead of what the budget holds (scoring still stops at the budget's end). */
   cases?: number;
   onProgress?: (event: CalibrateProgress) => void;
   /** Aborting stops at once; nothing is written. */

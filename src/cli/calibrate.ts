@@ -22,6 +22,7 @@ options:
   --out <dir>                write a copy of the model directory with the point (new or empty)
   --target-fpr <F>           most benign checks blocked at the point, above 0 and at most 0.5 (default 0.05)
   --minutes <N>              the whole budget; the planted set is sized to it (default 10)
+  --cases <N>                plant this many checks instead (scoring still stops at the budget's end)
   --format <${TRAFFIC_FORMATS.join('|')}>   the traffic's shape (default: detected per line)
   --seed <S>                 which conversations and injections are planted (default 1)
   --variant <q4|fp32|fp16|q4f16>  model file variant (default q4)
@@ -89,6 +90,7 @@ export async function calibrateCommand(args: string[]): Promise<void> {
       out: { type: 'string' },
       'target-fpr': { type: 'string' },
       minutes: { type: 'string' },
+      cases: { type: 'string' },
       format: { type: 'string' },
       seed: { type: 'string' },
       variant: { type: 'string' },
@@ -111,6 +113,8 @@ export async function calibrateCommand(args: string[]): Promise<void> {
   const targetFpr = numberFlag('--target-fpr', values['target-fpr']);
   const minutes = numberFlag('--minutes', values.minutes);
   const seed = numberFlag('--seed', values.seed);
+  const cases = numberFlag('--cases', values.cases);
+  if (cases !== undefined && (!Number.isInteger(cases) || cases < 1)) fail(`--cases: received "${values.cases}"; allowed: an integer of at least 1`);
   if (seed !== undefined && (!Number.isInteger(seed) || seed < 0)) fail(`--seed: received "${values.seed}"; allowed: an integer of at least 0`);
   const { options, variant, remoteProxy, chatTemplate } = guardOptionsFrom(values);
 
@@ -134,6 +138,7 @@ export async function calibrateCommand(args: string[]): Promise<void> {
       ...(targetFpr !== undefined ? { targetFpr } : {}),
       ...(minutes !== undefined ? { minutes } : {}),
       ...(seed !== undefined ? { seed } : {}),
+      ...(cases !== undefined ? { cases } : {}),
       ...(format ? { format: format as TrafficFormat } : {}),
       signal: controller.signal,
       onProgress: (e) => {

@@ -29,9 +29,9 @@ const CLI = join(ROOT, 'src/cli/edgearmor.ts');
 const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const CALIBRATE_TIMEOUT_MS = 90_000;
 const CLI_TIMEOUT_MS = 90_000;
-// Few planted checks keep each run to seconds on the tiny model; the budget's sizing is what --minutes does in the CLI run.
+// Few planted checks keep each run to seconds on the tiny model (a budget would plant what the machine's speed allows).
 const CASES = 24;
-const REMOTE_CASES = 14;
+const REMOTE_CASES = 16;
 const CONVERSATIONS = 52;
 const hasPython = requirement(spawnSync('python3', ['-c', 'import json'], { stdio: 'ignore' }).status === 0, 'python3 (calibrate plants injections with it)');
 
@@ -132,12 +132,12 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE || !hasPython)('edgearmor calibrate 
     expect(JSON.parse(check.stdout)).toMatchObject({ tau: again.chosen.tau, user_weight: again.chosen.userWeight });
   }, CALIBRATE_TIMEOUT_MS);
 
-  it('writes a copy with --out through the CLI, sized to --minutes, leaving the source directory as it was', () => {
+  it('writes a copy with --out through the CLI, leaving the source directory as it was', () => {
     const source = join(work, 'source-manifest.json');
     writeFileSync(source, readFileSync(join(model, 'manifest.json')));
     const out = join(work, 'copy');
     mkdirSync(out); // an empty directory is taken
-    const run = spawnSync(TSX, [CLI, 'calibrate', traffic, '--model', model, '--out', out, '--minutes', '0.3', '--target-fpr', '0.2', '--json'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, cwd: work });
+    const run = spawnSync(TSX, [CLI, 'calibrate', traffic, '--model', model, '--out', out, '--cases', String(REMOTE_CASES), '--minutes', '3', '--target-fpr', '0.2', '--json'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, cwd: work });
     expect(run.status, run.stderr).toBe(0);
     const report = JSON.parse(run.stdout) as CalibrateReport;
     expectConsistent(report, 0.2);
