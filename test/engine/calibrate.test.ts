@@ -171,6 +171,11 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE || !hasPython)('edgearmor calibrate 
     expect(embedded).toBeInstanceOf(InvalidOptionsError);
     expect(embedded?.message).toMatch(/--out <dir> is required with the embedded model/);
 
+    // Aborted: the abort is the answer, and the model directory's options are left as they were.
+    const options = readFileSync(join(model, 'guard-options.json'), 'utf8');
+    expect((await refusal({ signal: AbortSignal.abort() }))?.name).toMatch(/Abort/); // the guard's GuardAbortedError, or the DOM's AbortError between checks
+    expect(readFileSync(join(model, 'guard-options.json'), 'utf8')).toBe(options);
+
     // The CLI: one line, exit 2.
     for (const [args, pattern] of [
       [[few, '--model', model], /calibration needs at least 50/],
