@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { calibrate, type CalibrateReport } from '../../src/adapt/calibrate.js';
+import { calibrateSummary } from '../../src/cli/calibrate.js';
 import { thresholdsOf } from '../../src/core/calibration.js';
 import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../../src/core/errors.js';
 import { resolveOptions } from '../../src/core/options.js';
@@ -94,6 +95,12 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE || !hasPython)('edgearmor calibrate 
     expect(report.cases.scored).toBe(report.cases.planted);
     expect(report.traffic).toMatchObject({ conversations: CONVERSATIONS, withToolCalls: CONVERSATIONS, formats: { guard: CONVERSATIONS } });
     expect(report.written).toEqual({ kind: 'model', path: join(model, 'guard-options.json') });
+    // The summary the CLI prints says the numbers are in-sample and what was written.
+    const summary = calibrateSummary(report);
+    expect(summary).toContain(`planted ${report.cases.planted} checks, scored ${report.cases.scored} in the budget`);
+    expect(summary).toContain('in-sample (chosen and measured on the same planted traffic), target FPR 0.1:');
+    expect(summary).toMatch(new RegExp(`chosen: .* w ${report.chosen.userWeight}, tau ${report.chosen.tau}, `));
+    expect(summary).toContain(`wrote ${join(model, 'guard-options.json')} (manifest re-pinned)`);
 
     const file = JSON.parse(readFileSync(join(model, 'guard-options.json'), 'utf8')) as Record<string, unknown>;
     expect(file).toEqual({
