@@ -63,8 +63,8 @@ def say(text: str) -> None:
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work", required=True, help="folder with the inputs; the outputs go there too")
-    ap.add_argument("--base", required=True, help="model directory to start from (config.json, tokenizer, onnx/model.onnx)")
-    ap.add_argument("--train-minutes", type=float, required=True, help="wall-time budget of training, evaluations included")
+    ap.add_argument("--base", help="model directory to start from (config.json, tokenizer, onnx/model.onnx); not read with --plant-only")
+    ap.add_argument("--train-minutes", type=float, help="wall-time budget of training, evaluations included; not read with --plant-only")
     ap.add_argument("--seed", type=int, default=1, help="data, planting and batch order")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--families", default="all", choices=["train", "all"],
@@ -77,18 +77,28 @@ def parse_args(argv=None):
     ap.add_argument("--eval-every-minutes", type=float, default=2.0)
     ap.add_argument("--steps", type=int, default=100000)
     ap.add_argument("--plant-only", action="store_true",
-                    help="write holdout-cases.jsonl and stop (the same cases the training run writes for the same inputs)")
-    return ap.parse_args(argv)
+                    help="write holdout-cases.jsonl and stop (the same cases the training run writes for the same inputs); "
+                         "needs only the standard library (edgearmor calibrate runs it without torch)")
+    args = ap.parse_args(argv)
+    if not args.plant_only and (args.base is None or args.train_minutes is None):
+        ap.error("--base and --train-minutes are required unless --plant-only")
+    return args
+
+
+def load_jsonl(path: str) -> list[dict]:
+    """JSON Lines as the TypeScript side writes them (data.load_jsonl would import the tokenizer, and regex with it)."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 def read_inputs(args) -> dict:
-    """The input files, checked; raises BadInput with what is wrong."""
-    from data import load_jsonl
-    if not os.path.isfile(os.path.join(args.base, "onnx", "model.onnx")):
-        raise BadInput(f'base model "{args.base}" has no onnx/model.onnx (a model directory from edgearmor or model/export_onnx.py)')
-    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
-        if not os.path.isfile(os.path.join(args.base, f)):
-            raise BadInput(f'base model "{args.base}" has no {f}')
+    """The input files, checked; raises BadInput with what is wrong. Planting reads no model."""
+    if not args.plant_only:
+        if not os.path.isfile(os.path.join(args.base, "onnx", "model.onnx")):
+            raise BadInput(f'base model "{args.base}" has no onnx/model.onnx (a model directory from edgearmor or model/export_onnx.py)')
+        for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+            if not os.path.isfile(os.path.join(args.base, f)):
+                raise BadInput(f'base model "{args.base}" has no {f}')
     if not 0 <= args.generator_share < 1:
         raise BadInput(f"--generator-share {args.generator_share}: should be at least 0 and below 1")
     out = {}
@@ -97,7 +107,7 @@ def read_inputs(args) -> dict:
     for key, name in names.items():
         path = os.path.join(args.work, name)
         if not os.path.isfile(path):
-            if key == "gen_train" and args.generator_share == 0 or key == "gen_val":
+            if key == "gen_train" and (args.generator_share == 0 or args.plant_only) or key == "gen_val":
                 out[key] = []
                 continue
             raise BadInput(f"missing input {path}")
@@ -111,9 +121,9 @@ def read_inputs(args) -> dict:
                 raise BadInput(f"{names[key]} line {i + 1}: expected {{id, messages, tools}}")
             if not isinstance(c.get("unscreened", False), bool):
                 raise BadInput(f"{names[key]} line {i + 1}: unscreened is true or false, not {c['unscreened']!r}")
-    if not trained_conversations(out):
+    if not trained_conversations(out) and not args.plant_only:
         raise BadInput(f"{os.path.join(args.work, names['train'])} has no conversations to train on (every one is unscreened)")
-    if args.generator_share > 0 and not out["gen_train"]:
+    if args.generator_share > 0 and not out["gen_train"] and not args.plant_only:
         raise BadInput(f"{os.path.join(args.work, names['gen_train'])} has no cases (or pass --generator-share 0)")
     return out
 

@@ -229,6 +229,30 @@ class PlantingTest(unittest.TestCase):
         self.assertEqual(plant.call_sites(TRAIN[0]), [])
 
 
+class PlantOnlyTest(unittest.TestCase):
+    """--plant-only (edgearmor calibrate) reads no model and imports nothing beyond the standard library."""
+
+    def test_plants_every_conversation_without_a_model_or_training_traffic(self):
+        import subprocess
+        import tempfile
+        with tempfile.TemporaryDirectory() as work:
+            plant.write_jsonl(os.path.join(work, "traffic-train.jsonl"), [])
+            plant.write_jsonl(os.path.join(work, "traffic-holdout.jsonl"), HOLDOUT + TRAIN)
+            here = os.path.dirname(os.path.abspath(__file__))
+            # -S -I: no site packages, so torch, numpy or regex cannot be imported.
+            run = subprocess.run([sys.executable, "-S", "-I", os.path.join(here, "adapt.py"), "--work", work, "--plant-only",
+                                  "--holdout-cases", "30", "--seed", "2"], capture_output=True, text=True, cwd=here)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            with open(os.path.join(work, "holdout-cases.jsonl"), encoding="utf-8") as f:
+                cases = [json.loads(line) for line in f]
+            self.assertEqual(json.dumps(cases), json.dumps([plant.guard_record(c) for c in plant.holdout_cases(HOLDOUT + TRAIN, [], "all", 2, 30)]))
+
+    def test_training_still_needs_a_base_and_minutes(self):
+        import adapt
+        with self.assertRaises(SystemExit):
+            adapt.parse_args(["--work", "w"])
+
+
 class WindowedToolsTest(unittest.TestCase):
     """A client too long for the window keeps the called tool's and the poisoned tool's definitions (model/data.py)."""
 

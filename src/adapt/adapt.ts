@@ -17,44 +17,25 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseGuardInput } from '../core/adapters.js';
-import { blockedAt, chooseOperatingPoint, worseThanBase, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, type OperatingPoint } from '../core/calibration.js';
-import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
+import { blockedAt, chooseOperatingPoint, worseThanBase, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, pointOptions, thresholdsOf, type OperatingThresholds } from '../core/calibration.js';
+import { InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { countFamiliarity, emptyFamiliarity } from '../core/familiarity.js';
 import { quantile } from '../core/metrics.js';
 import type { Guard } from '../core/guard-api.js';
 import { resolveOptions } from '../core/options.js';
 import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
 import { iterateCases } from '../scenarios/index.js';
-import { holdoutSize, measureCheckSeconds, readHoldoutCases, scoreAll } from './holdout.js';
+import { holdoutSize, measureCheckSeconds, scoreAll } from './holdout.js';
 import { measureTorch, slowTorchAdvice } from './machine.js';
+import { conversationRecord, jsonl, plantArgs, plantCases, readPlantableTraffic, shuffled } from './planting.js';
 import { findPython, runPython } from './python.js';
-import { callSites, readTraffic, type CallSite, type Conversation, type TrafficFormat } from './traffic.js';
+import type { CallSite, Conversation } from './traffic.js';
 import { MIN_ADAPT_CONVERSATIONS, type AdaptOptions, type AdaptProgress, type AdaptReport, type ScreenedCall } from './types.js';
 
 export { findPython } from './python.js';
 
 export type { AdaptOptions, AdaptProgress, AdaptReport, ScreenedCall } from './types.js';
 
-/** A seeded shuffle (mulberry32), so a split depends on --seed only. */
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-  let a = seed >>> 0;
-  const rand = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const out = [...items];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}
-
-const jsonl = (rows: readonly unknown[]): string => rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '');
-const conversationRecord = (c: Conversation) => ({ id: c.id, messages: c.messages, tools: c.tools });
 const minutesSince = (t: number): number => (Date.now() - t) / 60000;
 
 /** Runs an adaptation end to end and returns its report (also written to OUT/adapt-report.json when a model is written). */
@@ -77,20 +58,10 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
   }
 
   // 1. Traffic.
-  const conversations = readTraffic(options.traffic, options.format);
-  const sitesOf = new Map(conversations.map((c) => [c, callSites(c)]));
-  const withCalls = conversations.filter((c) => sitesOf.get(c)!.length > 0);
-  if (withCalls.length < minConversations) {
-    throw new InvalidInputError(
-      `${options.traffic}: ${withCalls.length} conversations with a tool call after a user message (of ${conversations.length}); adaptation needs at least ${minConversations}, ideally several hundred (about 750 fit the 30-minute default here).`,
-      { conversations: conversations.length, withToolCalls: withCalls.length, needed: minConversations },
-    );
-  }
+  const { conversations, sitesOf, withCalls, formats } = readPlantableTraffic(options.traffic, options.format, minConversations, 'adaptation', 'ideally several hundred (about 750 fit the 30-minute default here)');
   const python = findPython(options.python);
   const machine = measureTorch(python, threads);
   progress({ stage: 'machine', matmulGflops: machine.matmulGflops, blas: machine.blas, warning: slowTorchAdvice(machine), minutesLeft: left() });
-  const formats: Partial<Record<TrafficFormat, number>> = {};
-  for (const c of conversations) formats[c.format] = (formats[c.format] ?? 0) + 1;
   const order = shuffled(withCalls, seed);
   const nHoldout = Math.min(150, Math.max(10, Math.round(0.2 * withCalls.length)));
   const holdout = order.slice(0, nHoldout);
@@ -101,7 +72,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
   const baseOptions = resolveOptions({});
   const base = createNodeGuard({ modelDir: baseModel });
   let adapted: Guard | null = null;
-  const search = { ...DEFAULT_CALIBRATION_SEARCH, targetFpr, preferredUserWeight: baseOptions.userWeight };
+  const baseThresholds = thresholdsOf(baseOptions);
+  const search = { ...DEFAULT_CALIBRATION_SEARCH, targetFpr, preferredUserWeight: baseOptions.userWeight, current: baseThresholds };
   const lmOnly = conversations.filter((c) => sitesOf.get(c)!.length === 0);
   // Every training conversation, always in the same order: the held-out cases' recurring values come from all
   // of them, so model/adapt.py plants the same cases after screening as before it. One the screening budget
@@ -111,12 +83,10 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
       join(work, 'traffic-train.jsonl'),
       jsonl([...train, ...lmOnly].map((c) => ({ ...conversationRecord(c), ...(excluded.has(c) ? { excluded_calls: excluded.get(c) } : {}), ...(unscreened.has(c) ? { unscreened: true } : {}) }))),
     );
-  const pythonArgs = (trainMinutes: number, holdoutCases: number, extra: string[] = []): string[] => [
-    '--work', work, '--base', baseModel, '--train-minutes', trainMinutes.toFixed(3), '--seed', String(seed), '--threads', String(threads),
-    '--families', families, '--holdout-cases', String(holdoutCases),
+  const pythonArgs = (trainMinutes: number, holdoutCases: number): string[] => [
+    ...plantArgs({ work, seed, threads, families, cases: holdoutCases }), '--base', baseModel, '--train-minutes', trainMinutes.toFixed(3),
     ...(options.training?.maxLen ? ['--max-len', String(options.training.maxLen)] : []),
     ...(options.training?.batchTokens ? ['--batch-tokens', String(options.training.batchTokens)] : []),
-    ...extra,
   ];
   const onPython = (e: Record<string, unknown>): void => {
     if (e['event'] === 'progress') {
@@ -127,23 +97,20 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     // 2. The held-out cases (planted into held-out conversations), scored by the base guard first: its
     //    recalibrated point is the one the training traffic is screened at.
     writeTrain(new Map(), new Set());
-    writeFileSync(join(work, 'traffic-holdout.jsonl'), jsonl(holdout.map(conversationRecord)));
     const nGenerator = options.training?.generatorCases ?? 3000;
     writeFileSync(join(work, 'generator-train.jsonl'), jsonl([...iterateCases({ split: 'train', seed: seed + 100, n: nGenerator })]));
     writeFileSync(join(work, 'generator-validation.jsonl'), jsonl([...iterateCases({ split: 'validation', seed: seed + 101, n: Math.max(20, Math.round(nGenerator / 10)) })]));
     const generatorProbe = [...iterateCases({ split: 'test', seed: seed + 102, n: options.training?.probeCases ?? 30 })].map((g) => ({ label: g.label, input: parseGuardInput(g) }));
     // About a tenth of the budget for each guard's held-out scoring, at the base guard's time on real held-out calls.
     const holdoutCases = options.training?.holdoutCases ?? holdoutSize(budget, await measureCheckSeconds(base, holdout.flatMap((c) => sitesOf.get(c)!.slice(0, 1).map((s) => s.input)), options.signal));
-    await runPython(python, pythonArgs(0, holdoutCases, ['--plant-only']), threads, join(work, 'plant-py.log'), onPython, options.signal);
-    const holdoutText = readFileSync(join(work, 'holdout-cases.jsonl'), 'utf8');
-    const cases = readHoldoutCases(join(work, 'holdout-cases.jsonl'));
+    const { cases, text: holdoutText } = await plantCases({ python, work, holdout, seed, families, cases: holdoutCases, threads, onEvent: onPython, ...(options.signal ? { signal: options.signal } : {}) });
     const scoreStart = Date.now();
     let done = 0;
     const total = 2 * (cases.length + generatorProbe.length);
     const tick = (): void => progress({ stage: 'score', done: ++done, total, minutesLeft: left() });
     const baseScored = await scoreAll(base, cases, baseOptions, tick, options.signal);
     const baseCases = baseScored.map((x) => x.e);
-    const basePoint = operatingPoint(baseCases, baseOptions.userWeight, baseOptions.tau);
+    const basePoint = operatingPoint(baseCases, baseThresholds);
     const baseRecalibrated = chooseOperatingPoint(baseCases, search).chosen;
     const screenPoint = options.screen === 'default' ? basePoint : baseRecalibrated;
     let scoreMs = Date.now() - scoreStart;
@@ -169,7 +136,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
         const verdict = await base.check(site.input);
         progress({ stage: 'screen', done: ++checks, total: totalSites, minutesLeft: left() });
         const evidence = evidenceOf(verdict, baseOptions, site.input.messages.every((m) => m.role !== 'tool'));
-        if (blockedAt(evidence, screenPoint.userWeight, screenPoint.tau)) {
+        if (blockedAt(evidence, screenPoint)) {
           blockedCalls.push({ line: conversation.line, conversation: conversation.id, messageIndex: site.messageIndex, callIndex: site.callIndex, tool: site.input.action.name, reason: verdict.reason });
           excluded.set(conversation, [...(excluded.get(conversation) ?? []), [site.messageIndex, site.callIndex]]);
         }
@@ -217,15 +184,16 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     const scoreMinutes = scoreMs / 60000;
 
     const adaptedCases = adaptedScored.map((x) => x.e);
-    const replayMismatches = [...baseScored, ...adaptedScored].filter((x) => x.blocked !== blockedAt(x.e.evidence, baseOptions.userWeight, baseOptions.tau)).length;
-    const adaptedPoint = chooseOperatingPoint(adaptedCases, search).chosen;
-    const adaptedAtBaseOptions = operatingPoint(adaptedCases, baseOptions.userWeight, baseOptions.tau);
+    const replayMismatches = [...baseScored, ...adaptedScored].filter((x) => x.blocked !== blockedAt(x.e.evidence, baseThresholds)).length;
+    const adaptedChoice = chooseOperatingPoint(adaptedCases, search);
+    const adaptedPoint = adaptedChoice.chosen;
+    const adaptedAtBaseOptions = operatingPoint(adaptedCases, baseThresholds);
     const byAttackerValue: AdaptReport['holdout']['byAttackerValue'] = {};
     for (const source of ['recurring', 'fresh']) {
       const idx = baseScored.flatMap((x, i) => (x.c.label === 'injected' && x.c.attacker_value_source === source ? [i] : []));
       if (idx.length === 0) continue;
-      const at = (scored: typeof baseScored, w: number, tau: number) => idx.filter((i) => blockedAt(scored[i]!.e.evidence, w, tau)).length / idx.length;
-      byAttackerValue[source] = { base: at(baseScored, basePoint.userWeight, basePoint.tau), adapted: at(adaptedScored, adaptedPoint.userWeight, adaptedPoint.tau), n: idx.length };
+      const at = (scored: typeof baseScored, point: OperatingThresholds) => idx.filter((i) => blockedAt(scored[i]!.e.evidence, point)).length / idx.length;
+      byAttackerValue[source] = { base: at(baseScored, basePoint), adapted: at(adaptedScored, adaptedPoint), n: idx.length };
     }
 
     const refusal = worseThanBase(basePoint, adaptedPoint);
@@ -268,7 +236,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
         },
       },
       generator,
-      chosen: { userWeight: adaptedPoint.userWeight, tau: adaptedPoint.tau, targetFpr },
+      chosen: { ...thresholdsOf(resolveOptions(pointOptions(adaptedPoint, adaptedChoice.signals))), targetFpr },
       minutes: { screen: screenMinutes, train: trainWallMinutes, score: scoreMinutes, total: minutesSince(start), budget },
       machine,
     };
@@ -280,7 +248,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
       writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
       // Validated and pinned in the manifest: the guard applies it under any option the caller sets.
       // The base's familiarity threshold was measured on the base's log-probabilities, not on these.
-      await writeModelOptions(out, { userWeight: adaptedPoint.userWeight, tau: adaptedPoint.tau, familiarityThreshold: null }, { source: 'edgearmor adapt', created: report.created });
+      // The description margins and AIR thresholds chosen with (w, tau) where the held-out checks carried those signals.
+      await writeModelOptions(out, { ...pointOptions(adaptedPoint, adaptedChoice.signals), familiarityThreshold: null }, { source: 'edgearmor adapt', created: report.created });
     }
     report.minutes.total = minutesSince(start);
     if (options.keepWork) writeFileSync(join(work, 'adapt-report.json'), `${JSON.stringify(report, null, 2)}\n`);

@@ -36,18 +36,23 @@ export function readHoldoutCases(path: string): HoldoutCase[] {
     });
 }
 
-/** Each case's verdict as calibration evidence, whether the guard blocked it at its own options, and how well it predicted the call. */
+/**
+ * Each case's verdict as calibration evidence, whether the guard blocked it at its own options, and how well
+ * it predicted the call; in order, stopping before the first case that starts after `deadlineMs` (epoch ms).
+ */
 export async function scoreAll(
   guard: Guard,
   cases: readonly HoldoutCase[],
   options: ResolvedGuardOptions,
   onTick: () => void,
   signal?: AbortSignal,
+  deadlineMs = Infinity,
 ): Promise<Array<{ c: HoldoutCase; e: CalibrationCase; blocked: boolean; logProbPerToken: number | null }>> {
   const out = [];
   for (const c of cases) {
     signal?.throwIfAborted();
-    const verdict = await guard.check(c.input);
+    if (Date.now() > deadlineMs) break;
+    const verdict = await guard.check(c.input, signal ? { signal } : {});
     const before = c.input.messages.every((m) => m.role !== 'tool');
     out.push({
       c,

@@ -1,4 +1,4 @@
-/** The Python half of `edgearmor adapt`: finding an interpreter with torch, and running model/adapt.py. */
+/** The Python half of `edgearmor adapt` and `edgearmor calibrate`: finding an interpreter (with torch to train), and running model/adapt.py. */
 import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,17 +11,24 @@ const PYTHON_PACKAGES =
 const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const OPENBLAS = '/usr/lib/x86_64-linux-gnu/openblas-openmp';
 
-/** The Python adapt runs, or a clear error naming what to install. */
-export function findPython(explicit?: string): string {
+/**
+ * The Python adapt runs, or a clear error naming what to install: `train` needs torch, onnx, numpy and regex;
+ * `plant` (model/adapt.py --plant-only, for calibrate) only the standard library.
+ */
+export function findPython(explicit?: string, purpose: 'train' | 'plant' = 'train'): string {
   const candidates = explicit ? [explicit] : process.env['EDGEARMOR_PYTHON'] ? [process.env['EDGEARMOR_PYTHON']] : ['/usr/bin/python3', 'python3'];
   const tried: string[] = [];
   for (const py of candidates) {
-    const r = spawnSync(py, ['-c', 'import torch, onnx, numpy, regex'], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    const r = spawnSync(py, ['-c', purpose === 'train' ? 'import torch, onnx, numpy, regex' : 'import json, lzma, random'], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
     if (r.status === 0) return py;
     const last = r.error ? r.error.message : (r.stderr ?? '').trim().split('\n').pop() ?? `exit ${r.status}`;
     tried.push(`${py}: ${last}`);
   }
-  throw new ModelLoadError(`edgearmor adapt trains with Python and needs torch, onnx, numpy and regex, which no Python here imports (${tried.join('; ')}). Install them: ${PYTHON_PACKAGES}.`, {
+  const need =
+    purpose === 'train'
+      ? `edgearmor adapt trains with Python and needs torch, onnx, numpy and regex, which no Python here imports (${tried.join('; ')}). Install them: ${PYTHON_PACKAGES}.`
+      : `edgearmor calibrate plants injections with Python 3 (the standard library only), which did not run here (${tried.join('; ')}); install python3 or set EDGEARMOR_PYTHON=/path/to/python3.`;
+  throw new ModelLoadError(need, {
     tried,
   });
 }

@@ -1,5 +1,5 @@
 /** The types of `edgearmor adapt`: its options, its progress events and adapt-report.json. */
-import type { OperatingPoint } from '../core/calibration.js';
+import type { OperatingPoint, OperatingThresholds } from '../core/calibration.js';
 import type { FamiliarityCount } from '../core/familiarity.js';
 import type { TorchSpeed } from './machine.js';
 import type { TrafficFormat } from './traffic.js';
@@ -121,7 +121,8 @@ export interface AdaptReport {
     familiarity: { base: FamiliarityCount; baseMedian: number | null; adaptedMedian: number | null };
   };
   generator: { cases: number; base: { tpr: number; fpr: number }; adapted: { tpr: number; fpr: number } } | null;
-  chosen: { userWeight: number; tau: number; targetFpr: number };
+  /** The point the written model's guard-options.json sets (a signal no held-out check carried keeps the base's threshold). */
+  chosen: OperatingThresholds & { targetFpr: number };
   minutes: { screen: number; train: number; score: number; total: number; budget: number };
   /** torch's matrix multiply speed on this machine, measured before training. */
   machine: TorchSpeed;

@@ -81,7 +81,7 @@ export function reportTable(r: AdaptReport, out: string): string {
     `minutes: screening ${r.minutes.screen.toFixed(1)}, training ${r.minutes.train.toFixed(1)}, scoring ${r.minutes.score.toFixed(1)}; ${r.minutes.total.toFixed(1)} of ${r.minutes.budget}`,
     ...(r.refusal && r.written ? [`WARNING (--force): ${r.refusal}`] : []),
     r.written
-      ? `wrote ${out}: q4 model, tokenizer, config, guard-options.json (userWeight ${r.chosen.userWeight}, tau ${r.chosen.tau}, familiarityThreshold null: not measured for the adapted model), adapt-report.json, manifest.json`
+      ? `wrote ${out}: q4 model, tokenizer, config, guard-options.json (userWeight ${r.chosen.userWeight}, tau ${r.chosen.tau}, description margins ${r.chosen.descriptionMargin} / ${r.chosen.firstCallDescriptionMargin} before tool results, AIR ${r.chosen.airThreshold} / ${r.chosen.firstCallAirThreshold}, familiarityThreshold null: not measured for the adapted model), adapt-report.json, manifest.json`
       : `nothing written: ${r.refusal}`,
   ];
   return lines.join('\n');

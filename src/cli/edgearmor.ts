@@ -22,6 +22,7 @@ const USAGE = `usage: edgearmor check <cases.json|cases.jsonl> [options]
        edgearmor eval <cases.jsonl> [...] [options]   (see edgearmor eval --help)
        edgearmor adapt <traffic.jsonl> --out <dir> [options]   (see edgearmor adapt --help)
        edgearmor scan <tools.json> [...] [--pins <pins.json>] [--json]   (see edgearmor scan --help)
+       edgearmor calibrate <traffic.jsonl> [--model <dir>] [--out <dir>] [options]   (see edgearmor calibrate --help)
 
 Checks each guard case ({messages, action, tools?, untrusted_tools?, trusted_tools?}) with the
 embedded proxy model and prints the verdict with its log-probs and normalised deltas, then on stderr
@@ -282,13 +283,15 @@ export async function main(argv: string[]): Promise<void> {
         const { scanCommand } = await import('./scan.js');
         return await scanCommand(rest);
       }
+      case 'calibrate':
+        return await (await import('./calibrate.js')).calibrateCommand(rest);
       case undefined:
       case '-h':
       case '--help':
         process.stdout.write(`${USAGE}\n`);
         return;
       default:
-        fail(`unknown command "${command}"; allowed: check, eval, adapt, pull, scan, serve-proxy, manifest`);
+        fail(`unknown command "${command}"; allowed: check, eval, adapt, calibrate, pull, scan, serve-proxy, manifest`);
     }
   } catch (e) {
     if (e instanceof EdgeArmorError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) fail((e as Error).message);

@@ -21,7 +21,16 @@ export function modelOptionsLine(model: ModelOptionsStatus): string {
   const applied = Object.entries(model.applied).map(([path, value]) => `${path} ${value}`);
   const from = model.source === null ? model.file : `${model.file} (${model.source})`;
   const overridden = model.overridden.length > 0 ? `; overridden by your options: ${model.overridden.join(', ')}` : '';
-  return `model options from ${from}: ${applied.length > 0 ? applied.join(', ') : 'none applied'}${overridden}`;
+  return `model options from ${from}: ${applied.length > 0 ? applied.join(', ') : 'none applied'}${overridden}${operatingPointNote(model)}`;
+}
+
+/** Where the file says what its point was chosen on: "; operating point: edgearmor calibrate, 2026-11-28, FPR 0.05 on 240 checks (96 real calls)". */
+function operatingPointNote(model: ModelOptionsStatus): string {
+  const c = model.calibration;
+  if (c === undefined) return '';
+  const when = model.created === undefined ? '' : `, ${model.created.slice(0, 10)}`;
+  const auc = c.rocAuc === null ? '' : `, ROC-AUC ${c.rocAuc.toFixed(3)}`;
+  return `; operating point: ${model.source ?? 'unnamed'}${when}, FPR ${c.targetFpr} on ${c.injected + c.benign} checks (${c.realCalls} real calls): ${(100 * c.tpr).toFixed(1)}% of planted injections blocked at ${(100 * c.fpr).toFixed(1)}% benign${auc}`;
 }
 
 /**

@@ -1,27 +1,41 @@
 /**
- * The operating point (userWeight, tau) chosen on labelled checks, from the evidence their verdicts
- * already carry: a verdict's deltas say how it would have gone at any other weight and margin, so one
- * scoring pass calibrates every point. `edgearmor adapt` uses it on held-out traffic with planted
- * injections; it is pure, so the same numbers come out wherever it runs.
+ * The operating point (userWeight, tau, the description margins, MindGuard's AIR thresholds) chosen on
+ * labelled checks, from the evidence their verdicts already carry: a verdict's deltas, description scores
+ * and AIR say how it would have gone at any other threshold, so one scoring pass calibrates every point.
+ * `edgearmor adapt` and `edgearmor calibrate` use it on traffic with planted injections; it is pure, so the
+ * same numbers come out wherever it runs.
  */
 import { InvalidOptionsError } from './errors.js';
 import { rocAuc } from './metrics.js';
-import type { ResolvedGuardOptions } from './options.js';
+import type { ModelOptions } from './model-options.js';
+import { resolveOptions, type ResolvedGuardOptions } from './options.js';
 import type { Verdict } from './verdict.js';
 
-/** What decides a verdict at any (userWeight, tau) under the 'causalarmor' rule; plain data. */
+/** What decides a verdict at any operating point under the 'causalarmor' rule; plain data. */
 export interface CalibrationEvidence {
-  /** Blocked whatever the operating point: the failure policy, or MindGuard's attention signal (its own threshold). */
-  forced: 'failure' | 'attention' | null;
+  /**
+   * Blocked whatever the operating point: the failure policy, or a description that sets an argument value
+   * beyond the user's request (the value rule, `toolPoisoning.valueMargin`, which no threshold here moves).
+   */
+  forced: 'failure' | 'value' | null;
   /** The user request's normalised delta, or null when no attribution ran (no untrusted span, not privileged). */
   dU: number | null;
-  /** Each untrusted span's normalised delta. */
+  /** Each untrusted span's normalised delta (and its call sentences' where scored) above the noise floor. */
   spans: number[];
   /** Each group's delta and the user's delta from the group's own baseline. */
   groups: Array<{ delta: number; user: number }>;
   groupMargin: number;
-  /** Each tool description's leave-one-out score less its margin (dT - dU - margin): flagged iff > -tau. */
+  /** Each tool description's leave-one-out score dT - dU above the noise floor, judged after a tool result: flagged iff > margin - tau. */
   descriptions: number[];
+  /** The same, judged where no tool result was in the context (a first call, or a window without one): by the first-call margin. */
+  firstCallDescriptions: number[];
+  /**
+   * MindGuard's largest AIR (flagged iff above the AIR threshold of the call's kind), or null: no attention,
+   * or a check judged in windows whose AIR is at most `windowedAirThreshold` (no threshold lets it flag).
+   */
+  air: number | null;
+  /** Made before any tool result: the first-call AIR threshold judges it. */
+  firstCall: boolean;
 }
 
 /** A labelled check for calibration: `real` marks a call the user's agent really made (not a planted case). */
@@ -33,53 +47,131 @@ export interface CalibrationCase {
   evidence: CalibrationEvidence;
 }
 
-/** The evidence of a verdict the guard returned with `options` (its failure, attention flag and deltas). */
-export function evidenceOf(verdict: Verdict, options: Pick<ResolvedGuardOptions, 'toolPoisoning'>, beforeToolResults: boolean): CalibrationEvidence {
-  const a = verdict.attribution;
-  const tp = verdict.toolPoisoning;
-  const margin = beforeToolResults ? options.toolPoisoning.beforeToolResults.leaveOneOutMargin : options.toolPoisoning.leaveOneOutMargin;
-  const forced = verdict.reason === 'failure-policy' ? 'failure' : tp?.attention?.detected ? 'attention' : null;
-  return {
-    forced,
-    dU: a ? a.user.deltas.whole : null,
-    spans: a ? a.spans.map((s) => s.deltas.whole) : [],
-    groups: a ? a.groups.map((g) => ({ delta: g.deltas.whole, user: g.userDeltas.whole })) : [],
-    groupMargin: a ? a.groupMargin : 0,
-    descriptions: (tp?.leaveOneOut?.tools ?? []).map((t) => t.score - margin),
+/**
+ * Whether each description of a check judged in windows was judged with the first-call margin: a window
+ * without a tool result judges by it (judge.ts). Where the windows that judged a tool were of both kinds,
+ * the kept entry (the window where it scored highest) came from the kind whose margin agrees with its flag
+ * at the options it was judged with; where both agree, the check's own kind.
+ */
+function windowKinds(verdict: Verdict, options: Pick<ResolvedGuardOptions, 'toolPoisoning' | 'tau'>, beforeToolResults: boolean): (t: { tool: string; score: number; flagged: boolean }) => boolean {
+  const judged = verdict.windows?.judged;
+  if (judged === undefined) return () => beforeToolResults;
+  const tp = options.toolPoisoning;
+  return (t) => {
+    const kinds = new Set(judged.filter((w) => w.tools.includes(t.tool)).map((w) => w.messages.length === 0));
+    if (kinds.size === 1) return [...kinds][0]!;
+    const flagsAt = (margin: number) => t.score > margin - options.tau;
+    const first = flagsAt(tp.beforeToolResults.leaveOneOutMargin);
+    return first === flagsAt(tp.leaveOneOutMargin) ? beforeToolResults : first === t.flagged;
   };
 }
 
-/** The largest rule score of a check at weight w (a span's dS - w dU, a group's less its margin, a description's less its margin); -Infinity when nothing was scored. */
+/** The evidence of a verdict the guard returned with `options`: its failure, deltas, description scores and AIR. */
+export function evidenceOf(
+  verdict: Verdict,
+  options: Pick<ResolvedGuardOptions, 'toolPoisoning' | 'noiseFloor' | 'tau'>,
+  beforeToolResults: boolean,
+): CalibrationEvidence {
+  const a = verdict.attribution;
+  const tp = verdict.toolPoisoning;
+  const floor = options.noiseFloor;
+  const valueMargin = options.toolPoisoning.valueMargin;
+  // The noise floor keeps a part whose removal does not lower the call from ever being flagged (attribution.ts).
+  const tools = (tp?.leaveOneOut?.tools ?? []).filter((t) => t.normalizedDelta > floor);
+  const setsValue = valueMargin !== null && tools.some((t) => typeof t.valueDelta === 'number' && t.valueDelta > valueMargin);
+  const firstCallKind = windowKinds(verdict, options, beforeToolResults);
+  const forced = verdict.reason === 'failure-policy' ? 'failure' : setsValue ? 'value' : null;
+  const spans = (a?.spans ?? []).flatMap((s) => [
+    ...(s.normalizedDelta > floor ? [s.deltas.whole] : []),
+    ...(s.callSentences && s.callSentences.normalizedDelta > floor ? [s.callSentences.deltas.whole] : []),
+  ]);
+  // A window's AIR threshold is raised to windowedAirThreshold (window-verdict.ts): below it no threshold flags.
+  const air = tp?.attention ? tp.attention.score : null;
+  const windowedOut = verdict.windows !== undefined && air !== null && air <= options.toolPoisoning.windowedAirThreshold;
+  return {
+    forced,
+    dU: a ? a.user.deltas.whole : null,
+    spans,
+    groups: a ? a.groups.map((g) => ({ delta: g.deltas.whole, user: g.userDeltas.whole })) : [],
+    groupMargin: a ? a.groupMargin : 0,
+    descriptions: tools.filter((t) => !firstCallKind(t)).map((t) => t.score),
+    firstCallDescriptions: tools.filter(firstCallKind).map((t) => t.score),
+    air: windowedOut ? null : air,
+    firstCall: beforeToolResults,
+  };
+}
+
+/** The thresholds of an operating point: the options calibration sets. */
+export interface OperatingThresholds {
+  /** `userWeight`. */
+  userWeight: number;
+  /** `tau`. */
+  tau: number;
+  /** `toolPoisoning.leaveOneOutMargin`. */
+  descriptionMargin: number;
+  /** `toolPoisoning.beforeToolResults.leaveOneOutMargin`. */
+  firstCallDescriptionMargin: number;
+  /** `toolPoisoning.mindguard.airThreshold`. */
+  airThreshold: number;
+  /** `toolPoisoning.beforeToolResults.airThreshold`. */
+  firstCallAirThreshold: number;
+}
+
+/** The thresholds the guard uses with these options. */
+export function thresholdsOf(options: Pick<ResolvedGuardOptions, 'userWeight' | 'tau' | 'toolPoisoning'>): OperatingThresholds {
+  const tp = options.toolPoisoning;
+  return {
+    userWeight: options.userWeight,
+    tau: options.tau,
+    descriptionMargin: tp.leaveOneOutMargin,
+    firstCallDescriptionMargin: tp.beforeToolResults.leaveOneOutMargin,
+    airThreshold: tp.mindguard.airThreshold,
+    firstCallAirThreshold: tp.beforeToolResults.airThreshold,
+  };
+}
+
+/** The largest span or group score of a check at weight w (a span's dS - w dU, a group's less its margin); -Infinity when none was scored. */
 export function blockMargin(e: CalibrationEvidence, userWeight: number): number {
   let m = -Infinity;
   if (e.dU !== null) {
     for (const s of e.spans) m = Math.max(m, s - userWeight * e.dU);
   }
   for (const g of e.groups) m = Math.max(m, g.delta - userWeight * g.user - e.groupMargin);
-  for (const d of e.descriptions) m = Math.max(m, d);
   return m;
 }
 
-/** Whether the check is blocked at (userWeight, tau): flagged iff a score > -tau (strict, as the rule). */
-export function blockedAt(e: CalibrationEvidence, userWeight: number, tau: number): boolean {
-  return e.forced !== null || blockMargin(e, userWeight) > -tau;
+/**
+ * How far the check is above the nearest of its thresholds at the point (> 0: blocked; -Infinity: nothing
+ * scored): the span rule's margin plus tau, each description's score less (margin - tau), the AIR less its
+ * threshold. A forced block is +Infinity.
+ */
+export function blockExcess(e: CalibrationEvidence, t: OperatingThresholds): number {
+  if (e.forced !== null) return Infinity;
+  let m = blockMargin(e, t.userWeight) + t.tau;
+  for (const d of e.descriptions) m = Math.max(m, d - t.descriptionMargin + t.tau);
+  for (const d of e.firstCallDescriptions) m = Math.max(m, d - t.firstCallDescriptionMargin + t.tau);
+  if (e.air !== null) m = Math.max(m, e.air - (e.firstCall ? t.firstCallAirThreshold : t.airThreshold));
+  return m;
+}
+
+/** Whether the check is blocked at the point: flagged iff a score is above its threshold (strict, as the rules). */
+export function blockedAt(e: CalibrationEvidence, t: OperatingThresholds): boolean {
+  return blockExcess(e, t) > 0;
 }
 
 /** Rates of one operating point over labelled checks. */
-export interface OperatingPoint {
-  userWeight: number;
-  tau: number;
+export interface OperatingPoint extends OperatingThresholds {
   /** Injected calls blocked. */
   tpr: number;
   /** Benign checks blocked (the agent's real calls and planted ignored injections). */
   fpr: number;
-  /** Benign checks blocked at any point (the failure policy, MindGuard's attention): what recalibration cannot lower. */
+  /** Benign checks blocked at any point (the failure policy, the value rule): what recalibration cannot lower. */
   forcedFpr: number;
   /** The agent's real calls blocked. */
   realFpr: number;
   /** Conversations with at least one real call blocked, of those with real calls. */
   conversationFpr: number;
-  /** ROC-AUC of injected checks against the real calls, scoring by the block margin at this weight. */
+  /** ROC-AUC of injected checks against the real calls, scoring each by its excess over the point's thresholds ({@link blockExcess}). */
   rocAuc: number | null;
   injected: number;
   benign: number;
@@ -87,18 +179,17 @@ export interface OperatingPoint {
 
 const rate = (n: number, d: number): number => (d === 0 ? 0 : n / d);
 
-/** The rates of (userWeight, tau) over the cases. */
-export function operatingPoint(cases: readonly CalibrationCase[], userWeight: number, tau: number): OperatingPoint {
+/** The rates of the point over the cases. */
+export function operatingPoint(cases: readonly CalibrationCase[], t: OperatingThresholds): OperatingPoint {
   const injected = cases.filter((c) => c.label === 'injected');
   const benign = cases.filter((c) => c.label === 'benign');
   const real = benign.filter((c) => c.real);
-  const blocked = (c: CalibrationCase): boolean => blockedAt(c.evidence, userWeight, tau);
+  const blocked = (c: CalibrationCase): boolean => blockedAt(c.evidence, t);
   const conversations = new Map<string, boolean>();
   for (const c of real) conversations.set(c.conversation, (conversations.get(c.conversation) ?? false) || blocked(c));
-  const score = (c: CalibrationCase): number => (c.evidence.forced !== null ? Number.MAX_VALUE : Math.max(-1e6, blockMargin(c.evidence, userWeight)));
+  const score = (c: CalibrationCase): number => Math.min(Number.MAX_VALUE, Math.max(-1e6, blockExcess(c.evidence, t)));
   return {
-    userWeight,
-    tau,
+    ...t,
     tpr: rate(injected.filter(blocked).length, injected.length),
     fpr: rate(benign.filter(blocked).length, benign.length),
     forcedFpr: rate(benign.filter((c) => c.evidence.forced !== null).length, benign.length),
@@ -118,6 +209,8 @@ export interface CalibrationSearch {
   userWeights: readonly number[];
   /** Preferred among equals: the guard's current weight. */
   preferredUserWeight: number;
+  /** The thresholds kept for a signal no benign check carries (nothing to place them on). @defaultValue the guard's defaults */
+  current?: OperatingThresholds;
 }
 
 export const DEFAULT_CALIBRATION_SEARCH: Readonly<CalibrationSearch> = Object.freeze({
@@ -126,15 +219,136 @@ export const DEFAULT_CALIBRATION_SEARCH: Readonly<CalibrationSearch> = Object.fr
   preferredUserWeight: 2,
 });
 
-/** Rounds a threshold up to 1e-3, so the rounded tau blocks no more than the exact one. */
-const ceil3 = (x: number): number => Math.ceil(x * 1000 - 1e-9) / 1000;
+/** The signals whose thresholds are chosen, each by a cut on one value per check (flagged iff the value > the cut). */
+export const CALIBRATED_SIGNALS = Object.freeze(['spans', 'descriptions', 'firstCallDescriptions', 'air', 'firstCallAir'] as const);
+
+/** One of {@link CALIBRATED_SIGNALS}. */
+export type CalibratedSignal = (typeof CALIBRATED_SIGNALS)[number];
+
+/** How many benign and injected checks carried each signal: a signal no benign check carries keeps its current threshold. */
+export type SignalCounts = Record<CalibratedSignal, { benign: number; injected: number }>;
 
 /**
- * For each weight, the smallest margin threshold that keeps benign blocks within the target (forced
- * blocks count against it), then the weight whose point blocks the most injected calls (ties: fewer
- * benign blocks, then the preferred weight). Returns the chosen point and every weight's best.
+ * A check's value for one signal at weight w (flagged iff above the signal's cut), or -Infinity where it
+ * has none: spans and groups by the span rule's margin, descriptions by their largest score, MindGuard by its AIR.
  */
-export function chooseOperatingPoint(cases: readonly CalibrationCase[], search: CalibrationSearch = DEFAULT_CALIBRATION_SEARCH): { chosen: OperatingPoint; candidates: OperatingPoint[] } {
+function signalValue(e: CalibrationEvidence, signal: CalibratedSignal, w: number): number {
+  switch (signal) {
+    case 'spans':
+      return blockMargin(e, w);
+    case 'descriptions':
+      return e.descriptions.length > 0 ? Math.max(...e.descriptions) : -Infinity;
+    case 'firstCallDescriptions':
+      return e.firstCallDescriptions.length > 0 ? Math.max(...e.firstCallDescriptions) : -Infinity;
+    case 'air':
+    case 'firstCallAir':
+      return e.firstCall === (signal === 'firstCallAir') && e.air !== null ? e.air : -Infinity;
+  }
+}
+
+/**
+ * A cut moved to the next 1e-3 strictly above it. A cut is a benign check's own value, which must stay
+ * unblocked; the guard compares in another order of floating-point operations (dS > w dU - tau, not
+ * dS - w dU > -tau), so a threshold equal to the value could block it.
+ */
+const above = (x: number): number => Math.ceil(x * 1000 + 1e-3) / 1000;
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+/** The point's thresholds from the cuts: tau = -(span cut), a description margin = its cut + tau, an AIR threshold = its cut (at least 0). */
+function thresholdsFromCuts(w: number, cut: Readonly<Record<CalibratedSignal, number>>, current: OperatingThresholds): OperatingThresholds {
+  // A signal with no benign value keeps its current threshold as it is (its cut is that threshold).
+  const tau = cut.spans === -current.tau ? current.tau : -above(cut.spans);
+  const margin = (c: number, now: number) => (c === now - current.tau ? now : round3(above(c) + tau));
+  const air = (c: number, now: number) => (c === now ? now : Math.max(0, above(c)));
+  return {
+    userWeight: w,
+    tau,
+    descriptionMargin: margin(cut.descriptions, current.descriptionMargin),
+    firstCallDescriptionMargin: margin(cut.firstCallDescriptions, current.firstCallDescriptionMargin),
+    airThreshold: air(cut.air, current.airThreshold),
+    firstCallAirThreshold: air(cut.firstCallAir, current.firstCallAirThreshold),
+  };
+}
+
+/** The cuts of the current thresholds at weight w (the inverse of thresholdsFromCuts). */
+function cutsOf(t: OperatingThresholds): Record<CalibratedSignal, number> {
+  return {
+    spans: -t.tau,
+    descriptions: t.descriptionMargin - t.tau,
+    firstCallDescriptions: t.firstCallDescriptionMargin - t.tau,
+    air: t.airThreshold,
+    firstCallAir: t.firstCallAirThreshold,
+  };
+}
+
+/** Lowering a cut by up to this many benign values at a time lets the search cross a plateau of benign values with no injection between them. */
+const LOOKAHEAD = 8;
+
+/**
+ * The cuts at weight w: every signal starts where it blocks no benign check, then, one move at a time, the
+ * signal whose next cut blocks the most more injected checks per benign check it adds to the blocked set
+ * (the union over signals; forced blocks count against the budget) is lowered, while the benign blocks stay
+ * within floor(targetFpr x benign). A signal no benign check carries keeps its current cut.
+ */
+function cutsAt(cases: readonly CalibrationCase[], w: number, targetFpr: number, current: OperatingThresholds): Record<CalibratedSignal, number> {
+  const values = CALIBRATED_SIGNALS.map((s) => cases.map((c) => signalValue(c.evidence, s, w)));
+  const isBenign = cases.map((c) => c.label === 'benign');
+  const forced = cases.map((c) => c.evidence.forced !== null);
+  // Each signal's candidate cuts: its benign values, largest first, then just below the least.
+  const ladders = values.map((v) => {
+    const b = [...new Set(v.filter((x, i) => isBenign[i] && Number.isFinite(x)))].sort((x, y) => y - x);
+    // The last rung blocks every benign value of the signal, with room for the cut's move above it.
+    return b.length === 0 ? [] : [...b, b[b.length - 1]! - 0.002];
+  });
+  const keep = cutsOf(current);
+  const step = ladders.map(() => 0);
+  const cutOf = (k: number, at: number): number => (ladders[k]!.length === 0 ? keep[CALIBRATED_SIGNALS[k]!] : ladders[k]![at]!);
+  const count = (cuts: readonly number[]): { benign: number; injected: number } => {
+    let benign = 0;
+    let injected = 0;
+    for (let i = 0; i < cases.length; i++) {
+      const blocked = forced[i] || values.some((v, k) => v[i]! > cuts[k]!);
+      if (blocked) {
+        if (isBenign[i]) benign++;
+        else injected++;
+      }
+    }
+    return { benign, injected };
+  };
+  const budget = Math.floor(targetFpr * isBenign.filter(Boolean).length + 1e-9);
+  let now = count(step.map((s, k) => cutOf(k, s)));
+  for (;;) {
+    let best: { k: number; at: number; gain: number; cost: number; counts: { benign: number; injected: number } } | null = null;
+    for (let k = 0; k < ladders.length; k++) {
+      for (let j = 1; j <= LOOKAHEAD && step[k]! + j < ladders[k]!.length; j++) {
+        const at = step[k]! + j;
+        const counts = count(step.map((s, m) => cutOf(m, m === k ? at : s)));
+        if (counts.benign > budget) break;
+        const gain = counts.injected - now.injected;
+        const cost = counts.benign - now.benign;
+        if (gain <= 0) continue;
+        // Most injected checks per added benign block; a move that adds none is taken first.
+        const better = best === null || gain * Math.max(best.cost, 1e-9) > best.gain * Math.max(cost, 1e-9) || (gain * best.cost === best.gain * cost && cost < best.cost);
+        if (better) best = { k, at, gain, cost, counts };
+      }
+    }
+    if (best === null) break;
+    step[best.k] = best.at;
+    now = best.counts;
+  }
+  return Object.fromEntries(CALIBRATED_SIGNALS.map((s, k) => [s, cutOf(k, step[k]!)])) as Record<CalibratedSignal, number>;
+}
+
+/**
+ * The operating point within the benign budget: for each weight, the cuts of every signal (spans and groups
+ * by tau, the description margins before and after tool results, MindGuard's two AIR thresholds) chosen
+ * together ({@link cutsAt}), then the weight whose point blocks the most injected calls (ties: fewer benign
+ * blocks, then the preferred weight). Returns the chosen point, every weight's best and each signal's counts.
+ */
+export function chooseOperatingPoint(
+  cases: readonly CalibrationCase[],
+  search: CalibrationSearch = DEFAULT_CALIBRATION_SEARCH,
+): { chosen: OperatingPoint; candidates: OperatingPoint[]; signals: SignalCounts } {
   if (!(search.targetFpr >= 0 && search.targetFpr < 1)) {
     throw new InvalidOptionsError(`targetFpr: received ${search.targetFpr}; allowed: a fraction from 0 up to (not including) 1.`, { option: 'targetFpr' });
   }
@@ -142,22 +356,38 @@ export function chooseOperatingPoint(cases: readonly CalibrationCase[], search: 
   if (benign.length === 0 || !cases.some((c) => c.label === 'injected')) {
     throw new InvalidOptionsError('calibration needs benign and injected checks; received only one kind.', { option: 'cases' });
   }
-  const candidates = search.userWeights.map((w) => {
-    const forced = benign.filter((c) => c.evidence.forced !== null).length;
-    const margins = benign
-      .filter((c) => c.evidence.forced === null)
-      .map((c) => blockMargin(c.evidence, w))
-      .filter((m) => Number.isFinite(m))
-      .sort((a, b) => b - a);
-    const budget = Math.floor(search.targetFpr * benign.length + 1e-9) - forced;
-    // Block the `budget` largest benign margins at most: threshold at the next one (strict >).
-    const threshold = margins.length === 0 ? 0 : budget < 0 ? margins[0]! : budget >= margins.length ? margins[margins.length - 1]! - 0.001 : margins[budget]!;
-    return operatingPoint(cases, w, -ceil3(threshold));
-  });
+  const current = search.current ?? thresholdsOf(resolveOptions({}));
+  const candidates = search.userWeights.map((w) => operatingPoint(cases, thresholdsFromCuts(w, cutsAt(cases, w, search.targetFpr, current), current)));
   const better = (a: OperatingPoint, b: OperatingPoint): boolean =>
     a.tpr !== b.tpr ? a.tpr > b.tpr : a.fpr !== b.fpr ? a.fpr < b.fpr : Math.abs(a.userWeight - search.preferredUserWeight) < Math.abs(b.userWeight - search.preferredUserWeight);
   const chosen = candidates.reduce((best, p) => (better(p, best) ? p : best));
-  return { chosen, candidates };
+  const signals = Object.fromEntries(
+    CALIBRATED_SIGNALS.map((s) => {
+      const carried = cases.filter((c) => Number.isFinite(signalValue(c.evidence, s, chosen.userWeight)));
+      return [s, { benign: carried.filter((c) => c.label === 'benign').length, injected: carried.filter((c) => c.label === 'injected').length }];
+    }),
+  ) as SignalCounts;
+  return { chosen, candidates, signals };
+}
+
+/**
+ * The guard options of a chosen point, as a model directory's guard-options.json carries them: the weight
+ * and tau always, a signal's threshold only where benign checks carried that signal (the others stay the
+ * caller's or the defaults: nothing placed them).
+ */
+export function pointOptions(point: OperatingThresholds, signals: SignalCounts): ModelOptions {
+  const has = (s: CalibratedSignal): boolean => signals[s].benign > 0;
+  const mindguard = has('air') ? { mindguard: { airThreshold: point.airThreshold } } : {};
+  const first = {
+    ...(has('firstCallAir') ? { airThreshold: point.firstCallAirThreshold } : {}),
+    ...(has('firstCallDescriptions') ? { leaveOneOutMargin: point.firstCallDescriptionMargin } : {}),
+  };
+  const toolPoisoning = {
+    ...(has('descriptions') ? { leaveOneOutMargin: point.descriptionMargin } : {}),
+    ...mindguard,
+    ...(Object.keys(first).length > 0 ? { beforeToolResults: first } : {}),
+  };
+  return { userWeight: point.userWeight, tau: point.tau, ...(Object.keys(toolPoisoning).length > 0 ? { toolPoisoning } : {}) };
 }
 
 const fmt = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(3));

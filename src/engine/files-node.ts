@@ -8,7 +8,7 @@ import { homedir } from 'node:os';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { IntegrityError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
-import { MODEL_OPTIONS_FILE, modelOptionsFileText, type ModelOptions } from '../core/model-options.js';
+import { MODEL_OPTIONS_FILE, modelOptionsFileText, type ModelCalibration, type ModelOptions } from '../core/model-options.js';
 import { withManifest, type FileReader, type LocalModelFile, type ModelManifest } from './model-files.js';
 
 /** The embedded default model's name. */
@@ -251,7 +251,7 @@ export function sortedFiles(files: ModelManifest['files']): ModelManifest['files
  * Writes a model directory's guard-options.json (validated as the loader will) and pins it in the
  * directory's manifest.json, leaving every other entry as it is; returns the file's path.
  */
-export async function writeModelOptions(dir: string, options: ModelOptions, meta: { source: string; created?: string }): Promise<string> {
+export async function writeModelOptions(dir: string, options: ModelOptions, meta: { source: string; created?: string; calibration?: ModelCalibration }): Promise<string> {
   const manifestPath = join(dir, 'manifest.json');
   let manifest: ModelManifest & Record<string, unknown>;
   try {

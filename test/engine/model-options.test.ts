@@ -65,7 +65,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('a model directory guard-options.js
   it('judges verdicts with the file values and lists them in status when the caller sets none', async () => {
     guard = createNodeGuard({ modelDir: adaptedDir, backends: ['node'] });
     const status = await guard.ready;
-    expect(status.modelOptions).toEqual({ file: 'guard-options.json', source: 'edgearmor adapt', applied: ADAPTED, overridden: [] });
+    expect(status.modelOptions).toEqual({ file: 'guard-options.json', source: 'edgearmor adapt', created: '2026-11-25T10:00:00.000Z', applied: ADAPTED, overridden: [] });
     const verdict = await guard.check(CASE);
     expect(verdict.reason).toBe('model');
     expect(verdict.attribution).toMatchObject({ rule: 'causalarmor', tau: 0.05, userWeight: 1.5 });

@@ -136,7 +136,16 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
       const c = [...iterateCases({ split: 'test', seed: 1, n: 20 })].find((x) => x.messages.some((m) => m.role === 'tool'));
       const verdict = await guard.check({ messages: c!.messages, action: c!.action, tools: c!.tools });
       // The base's familiarity threshold does not carry over to the adapted weights: not measured.
-      expect((await guard.status()).modelOptions?.applied).toEqual({ userWeight: report.chosen.userWeight, tau: report.chosen.tau, familiarityThreshold: null });
+      const applied = (await guard.status()).modelOptions?.applied ?? {};
+      expect(applied).toMatchObject({ userWeight: report.chosen.userWeight, tau: report.chosen.tau, familiarityThreshold: null });
+      // The description margins and AIR thresholds chosen with them, where the held-out checks carried those signals.
+      const chosen = {
+        'toolPoisoning.leaveOneOutMargin': report.chosen.descriptionMargin,
+        'toolPoisoning.beforeToolResults.leaveOneOutMargin': report.chosen.firstCallDescriptionMargin,
+        'toolPoisoning.mindguard.airThreshold': report.chosen.airThreshold,
+        'toolPoisoning.beforeToolResults.airThreshold': report.chosen.firstCallAirThreshold,
+      };
+      for (const [path, value] of Object.entries(applied)) if (path in chosen) expect(value, path).toBe(chosen[path as keyof typeof chosen]);
       expect((await guard.status()).familiarity).toEqual({ threshold: null, checks: 1, below: 0 });
       expect(verdict.attribution?.tau).toBe(report.chosen.tau);
       await pinned.check({ messages: c!.messages, action: c!.action, tools: c!.tools });

@@ -20,10 +20,22 @@ function refusal(value: unknown): ModelLoadError {
 }
 
 describe('parseModelOptionsFile', () => {
-  it('accepts exactly the detection operating point (tau, userWeight, groupMargin, toolPoisoning.leaveOneOutMargin) and the familiarity threshold', () => {
-    expect(MODEL_OPTION_PATHS).toEqual(['tau', 'userWeight', 'groupMargin', 'toolPoisoning.leaveOneOutMargin', 'familiarityThreshold']);
+  it('accepts exactly the detection operating point (tau, userWeight, groupMargin, the description margins, the AIR thresholds) and the familiarity threshold', () => {
+    expect(MODEL_OPTION_PATHS).toEqual([
+      'tau',
+      'userWeight',
+      'groupMargin',
+      'toolPoisoning.leaveOneOutMargin',
+      'toolPoisoning.mindguard.airThreshold',
+      'toolPoisoning.beforeToolResults.airThreshold',
+      'toolPoisoning.beforeToolResults.leaveOneOutMargin',
+      'familiarityThreshold',
+    ]);
     const options = { tau: 0.05, userWeight: 1.5, groupMargin: 0.1, toolPoisoning: { leaveOneOutMargin: -0.02 }, familiarityThreshold: -3.5 };
     expect(parseModelOptionsFile(file(options))).toEqual(file(options));
+    const calibrated = { tau: -0.2, toolPoisoning: { mindguard: { airThreshold: 1.4 }, beforeToolResults: { airThreshold: 0.6, leaveOneOutMargin: 0.1 } } };
+    expect(parseModelOptionsFile(file(calibrated))).toEqual(file(calibrated));
+    expect(refusal(file({ toolPoisoning: { mindguard: { airThreshold: -1 } } })).message).toMatch(/Invalid option toolPoisoning\.mindguard\.airThreshold: received -1/);
     // An adapted model's: not measured.
     expect(parseModelOptionsFile(file({ tau: 0, familiarityThreshold: null }))).toEqual(file({ tau: 0, familiarityThreshold: null }));
     expect(refusal(file({ familiarityThreshold: '-3' })).message).toMatch(/Invalid option familiarityThreshold: received "-3"; allowed: /);
@@ -35,6 +47,7 @@ describe('parseModelOptionsFile', () => {
       [{ trustedTools: ['read_file'] }, 'trustedTools'],
       [{ toolPoisoning: { attention: false } }, 'toolPoisoning.attention'],
       [{ toolPoisoning: 1 }, 'toolPoisoning'],
+      [{ toolPoisoning: { mindguard: { sinkTopK: 10 } } }, 'toolPoisoning.mindguard.sinkTopK'],
     ] as const) {
       const e = refusal(file(options));
       expect(e.message).toContain('"guard-options.json"');
@@ -50,9 +63,27 @@ describe('parseModelOptionsFile', () => {
 
   it('refuses another schema, unknown top-level keys and a missing options object', () => {
     expect(refusal(file({}, { schema: 2 })).message).toMatch(/schema is the number 2; this version reads schema 1/);
-    expect(refusal(file({}, { tau: 0 })).message).toMatch(/unknown key "tau"; allowed: schema, options, source, created/);
+    expect(refusal(file({}, { tau: 0 })).message).toMatch(/unknown key "tau"; allowed: schema, options, source, created, calibration/);
     expect(refusal({ schema: 1 }).message).toMatch(/options is nothing/);
     expect(refusal([]).message).toMatch(/received an array of 0 items/);
+  });
+});
+
+describe("a calibrated file's record of what its point was chosen on", () => {
+  const calibration = { targetFpr: 0.05, injected: 120, benign: 140, realCalls: 100, tpr: 0.6, fpr: 0.05, rocAuc: 0.8 };
+
+  it('is kept by the reader and reported in the status; a file without one (older files) still loads', () => {
+    const parsed = parseModelOptionsFile(file({ tau: -0.2 }, { source: 'edgearmor calibrate', calibration }));
+    expect(parsed.calibration).toEqual(calibration);
+    expect(applyModelOptions({}, parsed).status).toEqual({ file: 'guard-options.json', source: 'edgearmor calibrate', created: '2026-11-25T10:00:00.000Z', calibration, applied: { tau: -0.2 }, overridden: [] });
+    expect(parseModelOptionsFile({ schema: 1, options: { tau: 0 } })).toEqual({ schema: 1, options: { tau: 0 } });
+    expect(JSON.parse(modelOptionsFileText({ tau: -0.2 }, { source: 'edgearmor calibrate', created: '2026-11-28T00:00:00.000Z', calibration }))).toEqual(file({ tau: -0.2 }, { source: 'edgearmor calibrate', created: '2026-11-28T00:00:00.000Z', calibration }));
+  });
+
+  it('refuses unknown keys and values that are not counts or rates', () => {
+    expect(refusal(file({}, { calibration: { ...calibration, seed: 1 } })).message).toMatch(/unknown key "calibration\.seed"/);
+    expect(refusal(file({}, { calibration: { ...calibration, tpr: '0.6' } })).message).toMatch(/calibration\.tpr is the string "0\.6"; allowed: a finite number >= 0/);
+    expect(refusal(file({}, { calibration: 3 })).message).toMatch(/calibration is the number 3/);
   });
 });
 
@@ -60,7 +91,7 @@ describe('applyModelOptions', () => {
   it('fills what the caller left unset and reports what the caller overrode', () => {
     const model = parseModelOptionsFile(file({ tau: 0.05, userWeight: 1.5, toolPoisoning: { leaveOneOutMargin: 0.2 } }));
     const { options, status } = applyModelOptions({ userWeight: 3, toolPoisoning: { attention: false } }, model);
-    expect(status).toEqual({ file: 'guard-options.json', source: 'edgearmor adapt', applied: { tau: 0.05, 'toolPoisoning.leaveOneOutMargin': 0.2 }, overridden: ['userWeight'] });
+    expect(status).toEqual({ file: 'guard-options.json', source: 'edgearmor adapt', created: '2026-11-25T10:00:00.000Z', applied: { tau: 0.05, 'toolPoisoning.leaveOneOutMargin': 0.2 }, overridden: ['userWeight'] });
     const resolved = resolveOptions(options);
     expect([resolved.tau, resolved.userWeight, resolved.toolPoisoning.leaveOneOutMargin, resolved.toolPoisoning.attention]).toEqual([0.05, 3, 0.2, false]);
   });
