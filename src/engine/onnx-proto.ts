@@ -74,7 +74,7 @@ export interface ModelProto {
 }
 
 /** Reads the fields of a length-delimited message, skipping the others. */
-function readMessage(r: ProtoReader, length: number, field: (tag: number, wire: number) => boolean): void {
+export function readMessage(r: ProtoReader, length: number, field: (tag: number, wire: number) => boolean): void {
   const end = r.pos + length;
   while (r.pos < end) {
     const tag = r.uint32();
