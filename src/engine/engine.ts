@@ -352,7 +352,9 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   const adaptation: AttentionAdaptation =
     options.exposeAttention === false
       ? { ok: false, reason: 'the attention adapter is turned off (exposeAttention: false)' }
-      : exposeAttentionCached(base, logits.ok ? `${sha256}:logits` : sha256, dims.numLayers);
+      : constraints.contiguousRows && options.backend === 'webgpu'
+        ? { ok: false, reason: "GroupQueryAttention's softmax output (qk_output) is read on onnxruntime's CPU kernel (backends node and wasm), not on WebGPU" }
+        : exposeAttentionCached(base, logits.ok ? `${sha256}:logits` : sha256, dims.numLayers, { groupQueryAttention: true });
   if (adaptation.ok) {
     try {
       session = await open(adaptation.model);
@@ -469,6 +471,18 @@ async function runSequences(
   signal: AbortSignal | undefined,
 ): Promise<{ results: ScoreResult[]; computedTokens: number }> {
   const sig = signal ? { signal } : {};
+  if (plan.scoring === 'naive' && constraints.contiguousRows && sequences.some((s) => s.withAttention)) {
+    // Attention rows are sliced as the last rows and columns of a pass: a row that wants them runs alone (no padding).
+    const alone = sequences.flatMap((s, i) => (s.withAttention ? [i] : []));
+    const rest = sequences.flatMap((s, i) => (s.withAttention ? [] : [i]));
+    // One after the other: a wasm session runs one pass at a time.
+    const a = await runSequences(session, dims, alone.map((i) => sequences[i]!), { ...plan, maxBatchTokens: 1 }, { contiguousRows: false }, signal);
+    const b = await runSequences(session, dims, rest.map((i) => sequences[i]!), plan, constraints, signal);
+    const results = new Array<ScoreResult>(sequences.length);
+    alone.forEach((i, k) => (results[i] = a.results[k]!));
+    rest.forEach((i, k) => (results[i] = b.results[k]!));
+    return { results, computedTokens: a.computedTokens + b.computedTokens };
+  }
   if (plan.scoring === 'naive') {
     const { maxBatchTokens, maxBatchBytes } = plan;
     const results = await scoreSequences(session, dims, sequences, {

@@ -14,7 +14,7 @@
  */
 import protobuf from 'protobufjs/minimal.js';
 import { ModelLoadError } from '../core/errors.js';
-import { readMessage } from './onnx-proto.js';
+import { readMessage, WIRE } from './onnx-proto.js';
 
 const { Reader } = protobuf;
 type ProtoReader = protobuf.Reader;
@@ -47,20 +47,21 @@ export function graphConstraints(kind: GraphKind): GraphConstraints {
   return { contiguousRows: kind === 'gqa' || kind === 'gqa-rotary' };
 }
 
-const LEN = 2;
-const VARINT = 0;
-const FIXED32 = 5;
+const { LEN, VARINT, FIXED32 } = WIRE;
 
+/** The scalar fields of an AttributeProto. */
 interface Attribute {
   i?: number;
   f?: number;
   s?: string;
 }
 
-interface Node {
+/** The fields of a NodeProto the graph readers use. */
+export interface NodeFields {
   opType: string;
   domain: string;
   input: string[];
+  output: string[];
   attributes: Map<string, Attribute>;
 }
 
@@ -78,11 +79,13 @@ function readAttribute(r: ProtoReader, length: number): [string, Attribute] {
   return [name, a];
 }
 
-function readNode(r: ProtoReader, length: number): Node {
-  const n: Node = { opType: '', domain: '', input: [], attributes: new Map() };
+/** A NodeProto's op, domain, inputs, outputs and scalar attributes. */
+export function readNodeFields(r: ProtoReader, length: number): NodeFields {
+  const n: NodeFields = { opType: '', domain: '', input: [], output: [], attributes: new Map() };
   readMessage(r, length, (f, w) => {
     if (w !== LEN) return false;
     if (f === 1) n.input.push(r.string());
+    else if (f === 2) n.output.push(r.string());
     else if (f === 4) n.opType = r.string();
     else if (f === 7) n.domain = r.string();
     else if (f === 5) n.attributes.set(...readAttribute(r, r.uint32()));
@@ -93,14 +96,14 @@ function readNode(r: ProtoReader, length: number): Node {
 }
 
 /** The top-level graph's nodes (subgraphs of If/Loop are not decoder layers). */
-function readNodes(model: Uint8Array): Node[] {
+export function readGraphNodes(model: Uint8Array): NodeFields[] {
   const r = Reader.create(model);
-  const nodes: Node[] = [];
+  const nodes: NodeFields[] = [];
   readMessage(r, model.byteLength, (f, w) => {
     if (f !== 7 || w !== LEN) return false;
     readMessage(r, r.uint32(), (gf, gw) => {
       if (gf !== 1 || gw !== LEN) return false;
-      nodes.push(readNode(r, r.uint32()));
+      nodes.push(readNodeFields(r, r.uint32()));
       return true;
     });
     return true;
@@ -127,13 +130,13 @@ const UNSUPPORTED_ATTENTION: Readonly<Record<string, string>> = {
 const FIX =
   'export the model in the standard layout (Optimum / onnx-community: explicit MatMul-Softmax attention), or with onnxruntime-genai\'s builder for the CPU execution provider (GroupQueryAttention, fp32 or int4)';
 
-const attr = (n: Node, name: string) => n.attributes.get(name);
+const attr = (n: NodeFields, name: string) => n.attributes.get(name);
 
 function refuse(op: string, why: string, details: Record<string, string | number> = {}): never {
   throw new ModelLoadError(`the model's ${op} ${why}, which the engine cannot score exactly; ${FIX}`, { op, ...details });
 }
 
-function checkGroupQueryAttention(n: Node, dims: { numHeads: number; numKeyValueHeads: number }): void {
+function checkGroupQueryAttention(n: NodeFields, dims: { numHeads: number; numKeyValueHeads: number }): void {
   const int = (name: string, fallback: number) => attr(n, name)?.i ?? fallback;
   if (int('causal', 1) !== 1) refuse('GroupQueryAttention', 'is not causal (causal=0)', { attribute: 'causal' });
   if (int('sliding_window_cache', 0) !== 0) {
@@ -154,7 +157,7 @@ function checkGroupQueryAttention(n: Node, dims: { numHeads: number; numKeyValue
   }
 }
 
-function checkMultiHeadAttention(n: Node): void {
+function checkMultiHeadAttention(n: NodeFields): void {
   // Inputs: query, key, value, bias, key_padding_mask, attention_bias, past_key, past_value.
   const wired = (i: number) => (n.input[i] ?? '') !== '';
   if (!wired(4) && !wired(5)) {
@@ -170,9 +173,9 @@ function checkMultiHeadAttention(n: Node): void {
  * (an unsupported attention op or attribute), naming the op and the fix.
  */
 export function inspectGraph(model: Uint8Array, dims: { numHeads: number; numKeyValueHeads: number }): GraphInspection {
-  let nodes: Node[];
+  let nodes: NodeFields[];
   try {
-    nodes = readNodes(model);
+    nodes = readGraphNodes(model);
   } catch (e) {
     throw new ModelLoadError(`the model is not a readable ONNX ModelProto (${(e as Error).message})`, {});
   }

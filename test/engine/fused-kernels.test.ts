@@ -17,12 +17,14 @@ import { resolveOptions } from '../../src/core/options.js';
 import { buildVariants } from '../../src/core/variants.js';
 import { createEngine, dimsFromConfig, engineFromParts, type ProxyEngine, type ScoreRequest } from '../../src/engine/engine.js';
 import { directoryReader } from '../../src/engine/files-node.js';
-import { inspectGraph } from '../../src/engine/graph-kind.js';
+import { inspectGraph, readGraphNodes } from '../../src/engine/graph-kind.js';
+import { exposeGroupQueryAttention } from '../../src/engine/gqa-attention.js';
 import { loadModelFiles, type ModelFiles, type ModelVariant } from '../../src/engine/model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from '../../src/engine/ort-session.js';
 import { scoreSequences, type ScoreResult, type ScoreSequence } from '../../src/engine/scorer.js';
 import { createProxyTokenizer } from '../../src/engine/tokenizer.js';
 import { createNodeGuard } from '../../src/node.js';
+import type { Verdict } from '../../src/core/verdict.js';
 import { findCase } from '../../src/scenarios/index.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}/`, import.meta.url));
@@ -77,6 +79,16 @@ async function direct(session: OrtSession, files: ModelFiles, s: ScoreSequence):
   return { tokenLogProbs };
 }
 
+/** Deep equality with numbers compared to SAME_GRAPH_TOL. */
+function expectClose(got: unknown, want: unknown, path: string): void {
+  if (typeof want === 'number' && typeof got === 'number') {
+    expect(Math.abs(got - want), path).toBeLessThan(SAME_GRAPH_TOL);
+  } else if (want !== null && typeof want === 'object' && got !== null && typeof got === 'object') {
+    expect(Object.keys(got).sort(), path).toEqual(Object.keys(want).sort());
+    for (const [k, v] of Object.entries(want)) expectClose((got as Record<string, unknown>)[k], v, `${path}.${k}`);
+  } else expect(got, path).toEqual(want);
+}
+
 const relDiff = (a: Float64Array, b: Float64Array) => Math.max(...Array.from(a, (v, j) => Math.abs(v - b[j]!) / Math.max(1, Math.abs(b[j]!))));
 const absDiff = (a: Float64Array, b: Float64Array) => Math.max(...Array.from(a, (v, j) => Math.abs(v - b[j]!)));
 
@@ -100,7 +112,7 @@ describe('fused-kernel decoders (onnxruntime-genai layouts)', () => {
     const session = await createOrtSession(files.onnx, { backend, ...wasmOptions(backend) });
     sessions.push(session);
     return engineFromParts({
-      info: { model: dir, backend, variant, maxContextTokens: 1024, attention: false, attentionSource: null, attentionUnavailable: 'reference', scoring: null },
+      info: { model: dir, backend, variant, maxContextTokens: 1024, attention: false, attentionSource: null, attentionUnavailable: 'reference', logitsSource: null, logitsUnavailable: 'reference', scoring: null },
       tokenizer: createProxyTokenizer(files),
       run: async (sequences) => {
         const results: ScoreResult[] = [];
@@ -200,21 +212,54 @@ describe('fused-kernel decoders (onnxruntime-genai layouts)', () => {
   );
 
   it(
-    'says plainly in the verdict that MindGuard has no attention on a fused kernel, and why',
+    'reads GroupQueryAttention\'s own softmax output: the attention rows of the standard export of the same weights, on node and wasm, on both paths',
+    async () => {
+      const full = { ...travelInjectionRequest(), withAttention: true };
+      const want = (await (await engineOf('tiny-proxy-hub', 'fp32', 'node', 'prefix')).score(full)).attention!;
+      expect(want.dims.rows).toBeGreaterThan(0);
+      for (const backend of ['node', 'wasm'] as const) {
+        // The rows are the full variant's: on wasm (slower) fewer other variants and one layout keep the test's time.
+        const request = backend === 'wasm' ? { ...full, variants: full.variants.slice(0, WASM_VARIANTS) } : full;
+        expect(request.variants[0]!.kind).toBe('full');
+        for (const scoring of ['naive', 'prefix'] as const) {
+          for (const dir of backend === 'wasm' ? ['tiny-proxy-gqa'] : ['tiny-proxy-gqa', 'tiny-proxy-gqa-rope']) {
+            const engine = await engineOf(dir, 'fp32', backend, scoring);
+            expect(engine.info).toMatchObject({ attention: true, attentionSource: 'adapter', attentionUnavailable: null });
+            const got = (await engine.score(request)).attention!;
+            expect(got.dims).toEqual(want.dims);
+            expect(got.data.reduce((m, v, k) => Math.max(m, Math.abs(v - want.data[k]!)), 0), `${dir} ${backend} ${scoring}`).toBeLessThan(SAME_GRAPH_TOL);
+          }
+        }
+      }
+    },
+    MODEL_TIMEOUT_MS,
+  );
+
+  it(
+    'runs MindGuard on GroupQueryAttention graphs as on the standard export, and says plainly why a MultiHeadAttention graph has none',
     async () => {
       const c = findCase('banking', 'poisoning', 1)!;
-      const guard = createNodeGuard({ modelDir: fixture('tiny-proxy-gqa'), modelVariant: 'q4', backends: ['node'] });
-      try {
-        expect(await guard.ready).toMatchObject({ attention: false });
-        const verdict = await guard.check({ messages: c.messages, action: c.action, tools: c.tools });
-        expect(verdict.reason).toBe('model');
-        expect(verdict.toolPoisoning!.attention).toBeNull();
-        expect(verdict.toolPoisoning!.unavailable).toContain(
-          'attention: fused attention (GroupQueryAttention) computes its softmax inside one kernel, so no attention rows can be read; MindGuard falls back to leave-one-out over tool descriptions',
-        );
-      } finally {
-        await guard.dispose();
+      const input = { messages: c.messages, action: c.action, tools: c.tools };
+      const verdicts = new Map<string, Verdict>();
+      for (const dir of ['tiny-proxy-hub', 'tiny-proxy-gqa', 'tiny-proxy-mha']) {
+        const guard = createNodeGuard({ modelDir: fixture(dir), modelVariant: 'fp32', backends: ['node'] });
+        try {
+          verdicts.set(dir, await guard.check(input));
+        } finally {
+          await guard.dispose();
+        }
       }
+      const [hub, gqa, mha] = [verdicts.get('tiny-proxy-hub')!, verdicts.get('tiny-proxy-gqa')!, verdicts.get('tiny-proxy-mha')!];
+      expect(hub.toolPoisoning!.attention).not.toBeNull();
+      expect(gqa.toolPoisoning!.unavailable).toEqual([]);
+      // The same findings, with scores equal up to float rounding.
+      expectClose(gqa.toolPoisoning!.attention, hub.toolPoisoning!.attention, 'attention');
+      expect(gqa.decision).toBe(hub.decision);
+      expect(mha.reason).toBe('model');
+      expect(mha.toolPoisoning!.attention).toBeNull();
+      expect(mha.toolPoisoning!.unavailable).toContain(
+        'attention: fused attention (MultiHeadAttention) computes its softmax inside one kernel, so no attention rows can be read; MindGuard falls back to leave-one-out over tool descriptions',
+      );
     },
     MODEL_TIMEOUT_MS,
   );
@@ -272,6 +317,18 @@ describe('fused layouts without an exact plan', () => {
       expect(() => inspectGraph(model, heads)).toThrow(message);
     }
     expect(() => inspectGraph(gqa([{ name: 'sliding_window_cache', i: 1 }]), heads)).toThrow(/cannot score exactly; export the model in the standard layout/);
+  });
+
+  it('reads no GroupQueryAttention softmax it cannot attribute to one layer each', () => {
+    expect(exposeGroupQueryAttention(gqa([]), 2)).toEqual({ ok: false, reason: 'found 1 GroupQueryAttention nodes for 2 layers, so the attention of each layer cannot be told apart' });
+    expect(exposeGroupQueryAttention(gqa([{ name: 'qk_output', i: 1 }]), 1)).toEqual({ ok: false, reason: 'a GroupQueryAttention node already sets qk_output or has an output_qk' });
+    const one = exposeGroupQueryAttention(gqa([]), 1);
+    expect(one).toMatchObject({ ok: true, probabilities: ['edgearmor/gqa/0/probabilities'] });
+    // The node now names its output_qk fourth (two skipped outputs before it) and asks for it after softmax.
+    const [node] = readGraphNodes((one as { model: Uint8Array }).model);
+    expect(node!.output).toEqual(['out', '', '', 'edgearmor/gqa/0/probabilities']);
+    expect(node!.attributes.get('qk_output')).toEqual({ i: 2 });
+    expect(node!.attributes.get('num_heads')).toEqual({ i: 4 });
   });
 
   it(
