@@ -163,6 +163,11 @@ function checkMultiHeadAttention(n: NodeFields): void {
   if (!wired(4) && !wired(5)) {
     refuse('MultiHeadAttention', 'takes neither key_padding_mask nor attention_bias, so attention_mask (padding) never reaches it', { input: 'attention_bias' });
   }
+  if (wired(6) || wired(7)) {
+    // The builder concatenates the past outside the op (in the KV-head layout config.json gives); a cache kept
+    // inside MultiHeadAttention has num_heads heads and its own causal offset, a layout no test covers.
+    refuse('MultiHeadAttention', 'keeps its KV cache inside the op (past_key / past_value inputs)', { input: 'past_key' });
+  }
   if (!wired(5) && (attr(n, 'unidirectional')?.i ?? 0) !== 1) {
     refuse('MultiHeadAttention', 'has no causal mask (unidirectional=0 and no attention_bias)', { attribute: 'unidirectional' });
   }

@@ -176,6 +176,27 @@ describe('fused-kernel decoders (onnxruntime-genai layouts)', () => {
   );
 
   it(
+    'right padding reads each row\'s own action logits when the graph keeps only the last positions (num_logits_to_keep)',
+    async () => {
+      // EdgeArmor's export takes num_logits_to_keep and masks padding anywhere: both paddings must agree.
+      const session = await createOrtSession(new Uint8Array(readFileSync(`${fixture('tiny-proxy')}onnx/model.onnx`)), { backend: 'node' });
+      sessions.push(session);
+      expect(session.inputNames).toContain('num_logits_to_keep');
+      const dims = dimsFromConfig(JSON.parse(readFileSync(`${fixture('tiny-proxy')}config.json`, 'utf8')) as Record<string, unknown>, 2);
+      let x = 5;
+      const next = () => ((x = (x * 1664525 + 1013904223) >>> 0), 16 + (x % 4000));
+      const seqs: ScoreSequence[] = [9, 40, 23].map((n, i) => ({ context: [0, ...Array.from({ length: n }, next)], action: Array.from({ length: 3 + 2 * i }, next), withNextToken: true }));
+      const left = await scoreSequences(session, dims, seqs, { padding: 'left' });
+      const right = await scoreSequences(session, dims, seqs, { padding: 'right' });
+      right.forEach((r, i) => {
+        expect(absDiff(r.tokenLogProbs, left[i]!.tokenLogProbs)).toBeLessThan(SAME_GRAPH_TOL);
+        expect(r.nextToken!.id).toBe(left[i]!.nextToken!.id);
+      });
+    },
+    MODEL_TIMEOUT_MS,
+  );
+
+  it(
     'the same weights exported both ways give the same log-probs on every variant and the same verdict',
     async () => {
       const request = travelInjectionRequest();
@@ -311,6 +332,7 @@ describe('fused layouts without an exact plan', () => {
       [modelWith('GroupQueryAttention', [{ name: 'num_heads', i: 8 }, { name: 'kv_num_heads', i: 2 }]), /num_heads=8, kv_num_heads=2 but config\.json says num_attention_heads=4/],
       [modelWith('PagedAttention', []), /PagedAttention is not supported: paged KV caches/],
       [modelWith('MultiHeadAttention', [{ name: 'num_heads', i: 4 }]), /MultiHeadAttention takes neither key_padding_mask nor attention_bias/],
+      [modelWith('MultiHeadAttention', [{ name: 'num_heads', i: 4 }], ['q', 'k', 'v', '', '', 'bias', 'past_k', 'past_v']), /MultiHeadAttention keeps its KV cache inside the op/],
     ];
     for (const [model, message] of cases) {
       expect(() => inspectGraph(model, heads)).toThrow(ModelLoadError);
