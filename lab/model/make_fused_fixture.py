@@ -3,8 +3,10 @@ tiny-proxy-hub) laid out the way onnxruntime-genai's model builder writes decode
 
   test/fixtures/tiny-proxy-gqa/       GroupQueryAttention with do_rotary=1 (rotary inside the kernel, no
                                       position_ids input), packed QKV MatMul, SimplifiedLayerNormalization /
-                                      SkipSimplifiedLayerNormalization; onnx/model.onnx (fp32) and
-                                      onnx/model_q4.onnx (MatMulNBits, quantize.py)
+                                      SkipSimplifiedLayerNormalization; onnx/model.onnx (fp32),
+                                      onnx/model_q4.onnx (MatMulNBits, quantize.py), model_fp16.onnx and
+                                      model_q4f16.onnx (to_fp16.py: float16 activations, KV cache and logits,
+                                      as the web builds have)
   test/fixtures/tiny-proxy-gqa-rope/  RotaryEmbedding ops fed position_ids, then GroupQueryAttention
                                       (do_rotary=0) on separate Q/K/V; fp32
   test/fixtures/tiny-proxy-mha/       RotaryEmbedding, the past concatenated and the KV heads repeated in the
@@ -41,6 +43,7 @@ MODEL = os.path.join(HERE, "..", "..", "model")  # the shipped modules
 sys.path[:0] = [HERE, MODEL]
 from make_tiny_fixture import tiny_model  # noqa: E402
 from quantize import quantize_model  # noqa: E402
+import to_fp16  # noqa: E402
 
 TOKENIZER_DIR = "public/models/edgearmor-proxy"
 MS = "com.microsoft"
@@ -48,7 +51,7 @@ REGEN = "`LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/pyt
 
 LAYOUTS = {
     "gqa": ("tiny-proxy-gqa", "GroupQueryAttention with its rotary inside (do_rotary=1), packed QKV, "
-            "SimplifiedLayerNormalization / SkipSimplifiedLayerNormalization; fp32 and q4 (MatMulNBits)"),
+            "SimplifiedLayerNormalization / SkipSimplifiedLayerNormalization; fp32, q4 (MatMulNBits), fp16 and q4f16"),
     "gqa-rope": ("tiny-proxy-gqa-rope", "RotaryEmbedding ops fed position_ids, then GroupQueryAttention "
                  "(do_rotary=0); fp32"),
     "mha": ("tiny-proxy-mha", "RotaryEmbedding, KV heads repeated in the graph, MultiHeadAttention with an "
@@ -229,16 +232,18 @@ def write_dir(model, layout: str) -> None:
     # default domain there), so the graph is saved unchecked; onnxruntime validates it when the tests load it.
     onnx.save(build(model, layout), f"{out}/onnx/model.onnx")
     if layout == "gqa":
-        quantize_q4(f"{out}/onnx/model.onnx", f"{out}/onnx/model_q4.onnx")
+        unchecked(quantize_model, f"{out}/onnx/model.onnx", f"{out}/onnx/model_q4.onnx")
+        unchecked(to_fp16.to_fp16, f"{out}/onnx/model.onnx", f"{out}/onnx/model_fp16.onnx")
+        unchecked(to_fp16.to_fp16, f"{out}/onnx/model_q4.onnx", f"{out}/onnx/model_q4f16.onnx")
     subprocess.run([sys.executable, f"{MODEL}/manifest.py", out, "--name", name], check=True)
 
 
-def quantize_q4(src: str, dst: str) -> None:
-    """quantize.py's MatMulNBits rewrite, without its final onnx.checker pass (see write_dir)."""
+def unchecked(convert, src: str, dst: str) -> None:
+    """quantize.py's or to_fp16.py's conversion without their final onnx.checker pass (see write_dir)."""
     check = onnx.checker.check_model
     onnx.checker.check_model = lambda *a, **k: None
     try:
-        quantize_model(src, dst)
+        convert(src, dst)
     finally:
         onnx.checker.check_model = check
 

@@ -15,13 +15,13 @@ import { ModelLoadError } from '../../src/core/errors.js';
 import { buildContext } from '../../src/core/context.js';
 import { resolveOptions } from '../../src/core/options.js';
 import { buildVariants } from '../../src/core/variants.js';
-import { createEngine, dimsFromConfig, engineFromParts, type ProxyEngine, type ScoreRequest } from '../../src/engine/engine.js';
+import { createEngine, dimsFromConfig, engineFromParts, type EngineScores, type ProxyEngine, type ScoreRequest } from '../../src/engine/engine.js';
 import { directoryReader } from '../../src/engine/files-node.js';
 import { inspectGraph, readGraphNodes } from '../../src/engine/graph-kind.js';
 import { exposeGroupQueryAttention } from '../../src/engine/gqa-attention.js';
-import { loadModelFiles, type ModelFiles, type ModelVariant } from '../../src/engine/model-files.js';
+import { isFloat16Variant, loadModelFiles, type ModelFiles, type ModelVariant } from '../../src/engine/model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from '../../src/engine/ort-session.js';
-import { scoreSequences, type ScoreResult, type ScoreSequence } from '../../src/engine/scorer.js';
+import { emptyPast, floatValues, scoreSequences, type ScoreResult, type ScoreSequence } from '../../src/engine/scorer.js';
 import { createProxyTokenizer } from '../../src/engine/tokenizer.js';
 import { createNodeGuard } from '../../src/node.js';
 import type { Verdict } from '../../src/core/verdict.js';
@@ -35,13 +35,19 @@ const SAME_GRAPH_TOL = 1e-4;
 // Two layouts of the same weights agree to this, relative to the log-prob (at least 1 in magnitude).
 const SAME_WEIGHTS_REL_TOL = 1e-3;
 const WASM_VARIANTS = 4;
+// float16 graphs round in their own op order (packed QKV, fused norms): measured 1.2e-2 relative at most on the travel case.
+const FP16_WEIGHTS_REL_TOL = 3e-2;
 
-/** Each fused layout, its kind, and the variants it ships. */
+// float16 rounding differs with the batch shape (padding, pasts, chunks): the paths agree to fp16's precision.
+const FP16_PATHS_TOL = 5e-3;
+
+/** Each fused layout, its kind, and the variants it ships (wasm, slower, runs the fp32 and q4f16 ones). */
 const LAYOUTS = [
-  { dir: 'tiny-proxy-gqa', kind: 'gqa-rotary', variants: ['fp32', 'q4'] },
+  { dir: 'tiny-proxy-gqa', kind: 'gqa-rotary', variants: ['fp32', 'q4', 'fp16', 'q4f16'] },
   { dir: 'tiny-proxy-gqa-rope', kind: 'gqa', variants: ['fp32'] },
   { dir: 'tiny-proxy-mha', kind: 'mha', variants: ['fp32'] },
 ] as const;
+const WASM_SKIPS: readonly ModelVariant[] = ['q4', 'fp16'];
 
 const wasmOptions = (backend: Backend) => (backend === 'wasm' ? { wasmThreads: 1 } : {});
 
@@ -61,6 +67,7 @@ function logSoftmax(row: Float32Array, target: number): number {
 /** One sequence alone through the graph: input_ids [1, L], a mask of ones, positions 0..L-1, an empty past. */
 async function direct(session: OrtSession, files: ModelFiles, s: ScoreSequence): Promise<ScoreResult> {
   const dims = dimsFromConfig(files.config, 0);
+  if (isFloat16Variant(files.variant)) dims.kvType = 'float16';
   const ids = [...s.context, ...s.action];
   const L = ids.length;
   const feeds = {
@@ -68,12 +75,12 @@ async function direct(session: OrtSession, files: ModelFiles, s: ScoreSequence):
     attention_mask: session.makeInt64(new BigInt64Array(L).fill(1n), [1, L]),
     ...(session.inputNames.includes('position_ids') ? { position_ids: session.makeInt64(BigInt64Array.from(ids, (_, i) => BigInt(i)), [1, L]) } : {}),
     ...Object.fromEntries(
-      Array.from({ length: dims.numLayers }, (_, l) => ['key', 'value'].map((kv) => [`past_key_values.${l}.${kv}`, session.makeFloat32(new Float32Array(0), [1, dims.numKeyValueHeads, 0, dims.headDim])])).flat(),
+      Array.from({ length: dims.numLayers }, (_, l) => ['key', 'value'].map((kv) => [`past_key_values.${l}.${kv}`, emptyPast(session, dims, 1)])).flat(),
     ),
   };
   const logits = (await session.run(feeds, ['logits']))['logits']!;
   const V = logits.dims[2]!;
-  const data = logits.data as Float32Array;
+  const data = floatValues(logits.data as ArrayBufferView, logits.type);
   const n = s.action.length;
   const tokenLogProbs = Float64Array.from(s.action, (t, j) => logSoftmax(data.subarray((L - n - 1 + j) * V, (L - n + j) * V), t));
   return { tokenLogProbs };
@@ -135,6 +142,8 @@ describe('fused-kernel decoders (onnxruntime-genai layouts)', () => {
         const standard = await (await engineOf('tiny-proxy-hub', 'fp32', 'node', 'prefix')).score(request);
         for (const { dir, kind, variants } of LAYOUTS) {
           for (const variant of variants) {
+            if (backend === 'wasm' && WASM_SKIPS.includes(variant)) continue;
+            const tol = isFloat16Variant(variant) ? FP16_PATHS_TOL : SAME_GRAPH_TOL;
             const want = await (await directEngine(dir, variant, backend)).score(request);
             const naive = await engineOf(dir, variant, backend, 'naive');
             const prefix = await engineOf(dir, variant, backend, 'prefix');
@@ -142,8 +151,8 @@ describe('fused-kernel decoders (onnxruntime-genai layouts)', () => {
             const [a, b] = [await naive.score(request), await prefix.score(request)];
             for (const v of request.variants) {
               const label = `${dir} ${variant} ${v.id}`;
-              expect(absDiff(a.logProbs.get(v.id)!, want.logProbs.get(v.id)!), `naive ${label}`).toBeLessThan(SAME_GRAPH_TOL);
-              expect(absDiff(b.logProbs.get(v.id)!, want.logProbs.get(v.id)!), `prefix ${label}`).toBeLessThan(SAME_GRAPH_TOL);
+              expect(absDiff(a.logProbs.get(v.id)!, want.logProbs.get(v.id)!), `naive ${label}`).toBeLessThan(tol);
+              expect(absDiff(b.logProbs.get(v.id)!, want.logProbs.get(v.id)!), `prefix ${label}`).toBeLessThan(tol);
             }
             // Prefix sharing is kept: single-row passes compute the same tokens as the standard export's batches.
             expect(b.computedTokens).toBe(standard.computedTokens);
@@ -203,14 +212,17 @@ describe('fused-kernel decoders (onnxruntime-genai layouts)', () => {
       const pairs: Array<[string, ModelVariant]> = [
         ['tiny-proxy-gqa', 'fp32'],
         ['tiny-proxy-gqa', 'q4'],
+        ['tiny-proxy-gqa', 'fp16'],
+        ['tiny-proxy-gqa', 'q4f16'],
         ['tiny-proxy-gqa-rope', 'fp32'],
         ['tiny-proxy-mha', 'fp32'],
       ];
-      const standard = { fp32: await (await engineOf('tiny-proxy-hub', 'fp32', 'node', 'prefix')).score(request), q4: await (await engineOf('tiny-proxy-hub', 'q4', 'node', 'prefix')).score(request) };
+      const standard = new Map<ModelVariant, EngineScores>();
+      for (const variant of ['fp32', 'q4', 'fp16', 'q4f16'] as const) standard.set(variant, await (await engineOf('tiny-proxy-hub', variant, 'node', 'prefix')).score(request));
       for (const [dir, variant] of pairs) {
         const got = await (await engineOf(dir, variant, 'node', 'prefix')).score(request);
-        const want = standard[variant as 'fp32' | 'q4'];
-        for (const v of request.variants) expect(relDiff(got.logProbs.get(v.id)!, want.logProbs.get(v.id)!), `${dir} ${variant} ${v.id}`).toBeLessThan(SAME_WEIGHTS_REL_TOL);
+        const want = standard.get(variant)!;
+        for (const v of request.variants) expect(relDiff(got.logProbs.get(v.id)!, want.logProbs.get(v.id)!), `${dir} ${variant} ${v.id}`).toBeLessThan(isFloat16Variant(variant) ? FP16_WEIGHTS_REL_TOL : SAME_WEIGHTS_REL_TOL);
       }
       const c = findCase('travel', 'injection', 1)!;
       const input = { messages: c.messages, action: c.action, tools: c.tools };
