@@ -22,6 +22,7 @@ import { exposeGroupQueryAttention } from '../../src/engine/gqa-attention.js';
 import { isFloat16Variant, loadModelFiles, type ModelFiles, type ModelVariant } from '../../src/engine/model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from '../../src/engine/ort-session.js';
 import { emptyPast, floatValues, scoreSequences, type ScoreResult, type ScoreSequence } from '../../src/engine/scorer.js';
+import { scoreSequencesShared } from '../../src/engine/prefix-scorer.js';
 import { createProxyTokenizer } from '../../src/engine/tokenizer.js';
 import { createNodeGuard } from '../../src/node.js';
 import type { Verdict } from '../../src/core/verdict.js';
@@ -165,7 +166,7 @@ describe('fused-kernel decoders (onnxruntime-genai layouts)', () => {
   }
 
   it(
-    'right-pads GroupQueryAttention batches: left padding would shift its positions and change the log-probs',
+    'right-pads GroupQueryAttention batches and continues one row per pass: left padding shifts its positions, batched pasts are refused',
     async () => {
       const files = await loadModelFiles(directoryReader(fixture('tiny-proxy-gqa')), 'fp32');
       const session = await createOrtSession(files.onnx, { backend: 'node' });
@@ -174,12 +175,22 @@ describe('fused-kernel decoders (onnxruntime-genai layouts)', () => {
       let x = 11;
       const next = () => ((x = (x * 1664525 + 1013904223) >>> 0), 16 + (x % 4000));
       const seqs: ScoreSequence[] = [30, 55, 12].map((n) => ({ context: [0, ...Array.from({ length: n }, next)], action: Array.from({ length: 5 }, next) }));
-      const alone = await Promise.all(seqs.map((s) => direct(session, files, s)));
+      const alone: ScoreResult[] = [];
+      for (const s of seqs) alone.push(await direct(session, files, s));
       const right = await scoreSequences(session, dims, seqs, { padding: 'right' });
       const left = await scoreSequences(session, dims, seqs, { padding: 'left' });
       right.forEach((r, i) => expect(absDiff(r.tokenLogProbs, alone[i]!.tokenLogProbs)).toBeLessThan(SAME_GRAPH_TOL));
       // The shorter rows were left padded: GroupQueryAttention reads them as starting at the padding.
       expect(absDiff(left[0]!.tokenLogProbs, alone[0]!.tokenLogProbs)).toBeGreaterThan(0.01);
+      // Variants of one context (a shared prefix, then each its own tail): the prefix path continues them from its cache.
+      const prefix = seqs[1]!.context.slice(0, 40);
+      const shared = seqs.map((s) => ({ ...s, context: [...prefix, ...s.context.slice(1, 11)] }));
+      const sharedAlone: ScoreResult[] = [];
+      for (const s of shared) sharedAlone.push(await direct(session, files, s));
+      await expect(scoreSequencesShared(session, dims, shared)).rejects.toThrow(/batch_size must be 1 when sequence_length > 1 and past context is given/);
+      const single = await scoreSequencesShared(session, dims, shared, { singleRowPasses: true });
+      single.results.forEach((r, i) => expect(absDiff(r.tokenLogProbs, sharedAlone[i]!.tokenLogProbs)).toBeLessThan(SAME_GRAPH_TOL));
+      expect(single.stats.computedTokens).toBe(single.stats.trieMinimumTokens);
     },
     MODEL_TIMEOUT_MS,
   );
