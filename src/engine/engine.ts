@@ -40,8 +40,9 @@ export interface EngineOptions extends Pick<ModelRuntimeOptions, 'wasmThreads' |
    */
   maxBatchBytes?: number;
   /**
-   * Expose the attention rows of standard decoder exports (attention-adapter.ts) so MindGuard works on
-   * them; models with EdgeArmor's export have them already. @defaultValue true
+   * Expose the attention rows of standard decoder exports and, on node and wasm, of GroupQueryAttention
+   * graphs (attention-adapter.ts, gqa-attention.ts) so MindGuard works on them; models with EdgeArmor's
+   * export have them already. @defaultValue true
    */
   exposeAttention?: boolean;
   /**
