@@ -11,7 +11,7 @@
  */
 import protobuf from 'protobufjs/minimal.js';
 import { readNodeFields } from './graph-kind.js';
-import { WIRE } from './onnx-proto.js';
+import { concat, WIRE } from './onnx-proto.js';
 
 const { Reader, Writer } = protobuf;
 const { LEN, VARINT } = WIRE;
@@ -67,17 +67,7 @@ function replaceFields(bytes: Uint8Array, field: number, edit: (body: Uint8Array
     parts.push(bytes.subarray(copied, start), head.finish(), replaced);
     copied = r.pos;
   }
-  return parts.length === 0 ? null : concat(...parts, bytes.subarray(copied));
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((a, p) => a + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
+  return parts.length === 0 ? null : concat([...parts, bytes.subarray(copied)]);
 }
 
 /**
@@ -97,7 +87,7 @@ export function exposeGroupQueryAttention(model: Uint8Array, numLayers: number):
       }
       const name = `edgearmor/gqa/${probabilities.length}/probabilities`;
       probabilities.push(name);
-      return concat(node, nodeExtension(n.output.length, name));
+      return concat([node, nodeExtension(n.output.length, name)]);
     }),
   );
   if (refusal !== null) return { ok: false, reason: refusal };

@@ -248,7 +248,8 @@ export function appendToGraph(model: Uint8Array | readonly Uint8Array[], additio
   return concat([...(model instanceof Uint8Array ? [model] : model), w.finish()]);
 }
 
-function concat(parts: readonly Uint8Array[]): Uint8Array {
+/** The parts joined into one array. */
+export function concat(parts: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((a, p) => a + p.byteLength, 0));
   let at = 0;
   for (const p of parts) {
