@@ -136,7 +136,17 @@ function refuse(op: string, why: string, details: Record<string, string | number
   throw new ModelLoadError(`the model's ${op} ${why}, which the engine cannot score exactly; ${FIX}`, { op, ...details });
 }
 
-function checkGroupQueryAttention(n: NodeFields, dims: { numHeads: number; numKeyValueHeads: number }): void {
+/** The config dims the graph's attention must agree with. */
+export interface AttentionDims {
+  numHeads: number;
+  numKeyValueHeads: number;
+  headDim: number;
+}
+
+/** onnxruntime's GroupQueryAttention kernel rotates inside (do_rotary=1) only heads whose size is a multiple of this. */
+const ROTARY_HEAD_MULTIPLE = 16;
+
+function checkGroupQueryAttention(n: NodeFields, dims: AttentionDims): void {
   const int = (name: string, fallback: number) => attr(n, name)?.i ?? fallback;
   if (int('causal', 1) !== 1) refuse('GroupQueryAttention', 'is not causal (causal=0)', { attribute: 'causal' });
   if (int('sliding_window_cache', 0) !== 0) {
@@ -153,6 +163,13 @@ function checkGroupQueryAttention(n: NodeFields, dims: { numHeads: number; numKe
     throw new ModelLoadError(
       `the model's GroupQueryAttention has num_heads=${heads}, kv_num_heads=${kvHeads} but config.json says num_attention_heads=${dims.numHeads}, num_key_value_heads=${dims.numKeyValueHeads}; use the config.json the model was exported with`,
       { op: 'GroupQueryAttention', attribute: 'num_heads' },
+    );
+  }
+  if (int('do_rotary', 0) === 1 && dims.headDim % ROTARY_HEAD_MULTIPLE !== 0) {
+    // The kernel refuses it at every pass ("head_size shall be a multiple of 16"): every check would fail.
+    throw new ModelLoadError(
+      `the model's GroupQueryAttention rotates inside the kernel (do_rotary=1), which onnxruntime runs only for a head size that is a multiple of ${ROTARY_HEAD_MULTIPLE}, and config.json's head size is ${dims.headDim}; export it with separate RotaryEmbedding ops (do_rotary=0) or in the standard layout`,
+      { op: 'GroupQueryAttention', attribute: 'do_rotary' },
     );
   }
 }
@@ -177,7 +194,7 @@ function checkMultiHeadAttention(n: NodeFields): void {
  * The kind of a decoder graph; throws ModelLoadError for a fused layout the engine cannot score exactly
  * (an unsupported attention op or attribute), naming the op and the fix.
  */
-export function inspectGraph(model: Uint8Array, dims: { numHeads: number; numKeyValueHeads: number }): GraphInspection {
+export function inspectGraph(model: Uint8Array, dims: AttentionDims): GraphInspection {
   let nodes: NodeFields[];
   try {
     nodes = readGraphNodes(model);
@@ -212,9 +229,9 @@ export function inspectGraph(model: Uint8Array, dims: { numHeads: number; numKey
 const inspected = new Map<string, GraphInspection>();
 
 /** {@link inspectGraph}, once per model file (by SHA-256) in this process; refusals are not kept. */
-export function inspectGraphCached(model: Uint8Array, sha256: string, dims: { numHeads: number; numKeyValueHeads: number }): GraphInspection {
+export function inspectGraphCached(model: Uint8Array, sha256: string, dims: AttentionDims): GraphInspection {
   if (sha256 === '') return inspectGraph(model, dims);
-  const key = `${sha256}:${dims.numHeads}:${dims.numKeyValueHeads}`;
+  const key = `${sha256}:${dims.numHeads}:${dims.numKeyValueHeads}:${dims.headDim}`;
   let result = inspected.get(key);
   if (!result) inspected.set(key, (result = inspectGraph(model, dims)));
   return result;

@@ -334,7 +334,7 @@ describe('fused layouts without an exact plan', () => {
     return w.finish();
   }
 
-  const heads = { numHeads: 4, numKeyValueHeads: 2 };
+  const heads = { numHeads: 4, numKeyValueHeads: 2, headDim: 16 };
   const gqa = (extra: Attr[]) => modelWith('GroupQueryAttention', [{ name: 'num_heads', i: 4 }, { name: 'kv_num_heads', i: 2 }, ...extra]);
 
   it('classifies the supported layouts', () => {
@@ -363,6 +363,9 @@ describe('fused layouts without an exact plan', () => {
       expect(() => inspectGraph(model, heads)).toThrow(message);
     }
     expect(() => inspectGraph(gqa([{ name: 'sliding_window_cache', i: 1 }]), heads)).toThrow(/cannot score exactly; export the model in the standard layout/);
+    // onnxruntime's kernel rotates heads of 16, 32... only: with 8 every pass would fail, so the load does.
+    expect(() => inspectGraph(gqa([{ name: 'do_rotary', i: 1 }]), { ...heads, headDim: 8 })).toThrow(/do_rotary=1\), which onnxruntime runs only for a head size that is a multiple of 16, and config\.json's head size is 8/);
+    expect(inspectGraph(gqa([]), { ...heads, headDim: 8 }).kind).toBe('gqa');
   });
 
   it('reads no GroupQueryAttention softmax it cannot attribute to one layer each', () => {
