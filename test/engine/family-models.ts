@@ -1,7 +1,8 @@
 /**
  * Tiny random-weight decoders with the real vocabularies of Qwen3, Gemma 3 and Llama 3 and their real
  * tokenizers (lab/model/make_family_fixture.py, onnx-community layout: onnx/model.onnx and model_q4.onnx, the
- * standard Optimum graph, which the engine's logits and attention adapters rewrite at load).
+ * standard Optimum graph, which the engine's logits and attention adapters rewrite at load; or, with layout 'gqa',
+ * the same weights in onnxruntime-genai's RotaryEmbedding + GroupQueryAttention layout).
  * Tens of MB each, so they are built on first use into .cache/family-fixtures/ (ignored by git), keyed by a
  * hash of the scripts that make them and the tokenizer files, and reused by later runs.
  */
