@@ -5,6 +5,10 @@ for the rendering tests (test/engine/family-render.test.ts builds them once into
   <out>/onnx/model.onnx         fp32, the standard Optimum graph (no num_logits_to_keep, no attention outputs: the
                                 engine's logits and attention adapters add them at load); --extensions exports
                                 EdgeArmor's own inputs and outputs instead
+                                --layout gqa writes the same weights in onnxruntime-genai's fused layout instead
+                                (RotaryEmbedding and GroupQueryAttention, SimplifiedLayerNormalization;
+                                make_fused_fixture.py's gqa-rope: the kernel's own rotary needs a head size of 16,
+                                these heads are 8)
   <out>/onnx/model_q4.onnx      MatMulNBits 4-bit (quantize.py)
   <out>/tokenizer.json, tokenizer_config.json   copied from --tokenizer-dir (the real tokenizer and chat template)
   <out>/manifest.json
@@ -14,7 +18,7 @@ when a part of the context is left out. Only the vocabulary and the file layout 
 EdgeArmor's Llama-style decoder whatever the family (a random-weight model has no architecture to imitate).
 
 Usage: LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 lab/model/make_family_fixture.py \
-         --tokenizer-dir DIR --vocab N --out DIR [--name NAME] [--extensions]
+         --tokenizer-dir DIR --vocab N --out DIR [--name NAME] [--extensions] [--layout standard|gqa]
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "..", "..", "model")  # the shipped modules
 sys.path[:0] = [HERE, MODEL]
 from export_onnx import export  # noqa: E402
+from make_fused_fixture import build as build_fused, unchecked  # noqa: E402
 from proxy_model import ProxyConfig, ProxyLM  # noqa: E402
 from quantize import quantize_model  # noqa: E402
 
@@ -78,6 +83,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--name", default=None)
     ap.add_argument("--extensions", action="store_true", help="EdgeArmor's num_logits_to_keep and attention outputs")
+    ap.add_argument("--layout", choices=["standard", "gqa"], default="standard",
+                    help="the standard Optimum graph, or onnxruntime-genai's GroupQueryAttention layout")
     args = ap.parse_args()
     with open(os.path.join(args.tokenizer_dir, "tokenizer.json")) as f:
         tokenizer = json.load(f)
@@ -96,8 +103,14 @@ def main():
         f.write("\n")
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(args.tokenizer_dir, name), f"{tmp}/{name}")
-    export(model, f"{tmp}/onnx/model.onnx", extensions=args.extensions)
-    quantize_model(f"{tmp}/onnx/model.onnx", f"{tmp}/onnx/model_q4.onnx")
+    if args.layout == "standard":
+        export(model, f"{tmp}/onnx/model.onnx", extensions=args.extensions)
+        quantize_model(f"{tmp}/onnx/model.onnx", f"{tmp}/onnx/model_q4.onnx")
+    else:
+        # make_fused_fixture.py's "gqa-rope" graph: onnx's checker knows none of its contrib ops (see there).
+        import onnx
+        onnx.save(build_fused(model, "gqa-rope"), f"{tmp}/onnx/model.onnx")
+        unchecked(quantize_model, f"{tmp}/onnx/model.onnx", f"{tmp}/onnx/model_q4.onnx")
     subprocess.run([sys.executable, f"{MODEL}/manifest.py", tmp, "--name", args.name or os.path.basename(args.out)], check=True)
     # Whole or not at all: a build stopped half-way never leaves a model directory behind, and a build
     # that finishes second keeps the first one's directory (the same seeded weights).

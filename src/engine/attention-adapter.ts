@@ -8,10 +8,12 @@
  * positions, [batch, heads, R, keys].
  *
  * The additions are appended to the graph (onnx-proto.ts: the original bytes are kept as they are). Fused
- * attention kernels (GroupQueryAttention, MultiHeadAttention...) keep their softmax inside one op; such
- * models are reported as having no attention and MindGuard falls back.
+ * attention kernels (GroupQueryAttention, MultiHeadAttention...) keep their softmax inside one op;
+ * GroupQueryAttention can output it (qk_output, gqa-attention.ts) where the caller allows that route, other
+ * such models are reported as having no attention and MindGuard falls back.
  */
-import { appendToGraph, defaultOpset, INT64, readModel, type ModelProto, type NodeProto, type ValueInfoProto } from './onnx-proto.js';
+import { exposeGroupQueryAttention } from './gqa-attention.js';
+import { appendToGraph, defaultOpset, INT64, readModel, type GraphAddition, type ModelProto, type NodeProto, type ValueInfoProto } from './onnx-proto.js';
 
 export { appendToGraph, type GraphAddition } from './onnx-proto.js';
 
@@ -32,8 +34,20 @@ const MIN_OPSET = 13;
 /** The adapted model; or why its attention cannot be exposed (`native`: it outputs attention already). */
 export type AttentionAdaptation = { ok: true; model: Uint8Array; layers: number } | { ok: false; reason: string; native?: true };
 
-/** Adds `num_attention_rows` and `attentions.N` outputs to a standard decoder export with explicit attention. */
-export function exposeAttention(model: Uint8Array, numLayers: number): AttentionAdaptation {
+/** Options for {@link exposeAttention}. */
+export interface ExposeAttentionOptions {
+  /**
+   * Read GroupQueryAttention's own softmax output (qk_output, gqa-attention.ts): checked on onnxruntime's CPU
+   * kernel (onnxruntime-node and wasm). @defaultValue false
+   */
+  groupQueryAttention?: boolean;
+}
+
+/**
+ * Adds `num_attention_rows` and `attentions.N` outputs to a standard decoder export with explicit attention
+ * (or, when allowed, to a GroupQueryAttention graph).
+ */
+export function exposeAttention(model: Uint8Array, numLayers: number, options: ExposeAttentionOptions = {}): AttentionAdaptation {
   let decoded: ModelProto;
   try {
     decoded = readModel(model);
@@ -44,21 +58,37 @@ export function exposeAttention(model: Uint8Array, numLayers: number): Attention
   if (!graph) return { ok: false, reason: 'the model has no graph' };
   if (graph.output.some((o) => o.name.startsWith('attentions.'))) return { ok: false, reason: 'the model already outputs attentions', native: true };
   const fused = graph.node.find((n) => FUSED_ATTENTION_OPS.includes(n.op_type ?? ''));
-  if (fused) return { ok: false, reason: `fused attention (${fused.op_type}) computes its softmax inside one kernel, so no attention rows can be read` };
+  const gqaRoute = fused?.op_type === 'GroupQueryAttention' && options.groupQueryAttention === true;
+  if (fused && !gqaRoute) return { ok: false, reason: `fused attention (${fused.op_type}) computes its softmax inside one kernel, so no attention rows can be read` };
   const opset = defaultOpset(decoded);
   if (opset < MIN_OPSET) return { ok: false, reason: `opset ${opset} is older than ${MIN_OPSET}` };
-  const softmaxes = graph.node.filter((n) => n.op_type === 'Softmax' && (n.domain ?? '') === '');
-  if (softmaxes.length !== numLayers) {
-    return { ok: false, reason: `found ${softmaxes.length} Softmax nodes for ${numLayers} layers, so the attention of each layer cannot be told apart` };
+  let base = model;
+  let probabilities: string[];
+  if (gqaRoute) {
+    const gqa = exposeGroupQueryAttention(model, numLayers);
+    if (!gqa.ok) return gqa;
+    ({ model: base, probabilities } = gqa);
+  } else {
+    const softmaxes = graph.node.filter((n) => n.op_type === 'Softmax' && (n.domain ?? '') === '');
+    if (softmaxes.length !== numLayers) {
+      return { ok: false, reason: `found ${softmaxes.length} Softmax nodes for ${numLayers} layers, so the attention of each layer cannot be told apart` };
+    }
+    probabilities = softmaxes.map((s) => s.output[0]!);
   }
   const elemType = graph.output.find((o) => o.name === 'logits')?.elemType;
   if (elemType === undefined) return { ok: false, reason: 'the model has no typed "logits" output' };
+  return { ok: true, layers: numLayers, model: appendToGraph(base, attentionRows(probabilities, elemType)) };
+}
 
+/**
+ * The graph addition exposing the last `num_attention_rows` query rows of each layer's attention
+ * probabilities [batch, heads, queries, keys] (tensor names in layer order) as `attentions.N`.
+ */
+function attentionRows(probabilities: readonly string[], elemType: number): GraphAddition {
   const c = (name: string) => `edgearmor/${name}`;
   const node: NodeProto[] = [];
   const output: ValueInfoProto[] = [];
-  softmaxes.forEach((s, l) => {
-    const p = s.output[0]!;
+  probabilities.forEach((p, l) => {
     const t = (x: string) => c(`${l}/${x}`);
     // starts = (query positions) - num_attention_rows: the last R rows along axis 2, none when R = 0.
     node.push(
@@ -71,19 +101,15 @@ export function exposeAttention(model: Uint8Array, numLayers: number): Attention
     output.push({ name: `attentions.${l}`, elemType, dims: ['batch_size', 'num_heads', 'num_attention_rows', 'total_sequence_length'] });
   });
   return {
-    ok: true,
-    layers: numLayers,
-    model: appendToGraph(model, {
-      node,
-      output,
-      input: [{ name: ROWS_INPUT, elemType: INT64, dims: [] }],
-      initializer: [
-        { name: c('two'), dims: [], values: [2] },
-        { name: c('shape1'), dims: [1], values: [1] },
-        { name: c('end'), dims: [1], values: [2 ** 31 - 1] },
-        { name: c('axis2'), dims: [1], values: [2] },
-      ],
-    }),
+    node,
+    output,
+    input: [{ name: ROWS_INPUT, elemType: INT64, dims: [] }],
+    initializer: [
+      { name: c('two'), dims: [], values: [2] },
+      { name: c('shape1'), dims: [1], values: [1] },
+      { name: c('end'), dims: [1], values: [2 ** 31 - 1] },
+      { name: c('axis2'), dims: [1], values: [2] },
+    ],
   };
 }
 
@@ -93,9 +119,9 @@ const adapted = new Map<string, AttentionAdaptation>();
  * {@link exposeAttention}, done once per model file in this process (worker or Node) and kept by
  * the file's SHA-256: reading the graph takes ~10-20 ms on the fixtures, so it is not persisted.
  */
-export function exposeAttentionCached(model: Uint8Array, sha256: string, numLayers: number): AttentionAdaptation {
-  const key = `${sha256}:${numLayers}`;
+export function exposeAttentionCached(model: Uint8Array, sha256: string, numLayers: number, options: ExposeAttentionOptions = {}): AttentionAdaptation {
+  const key = `${sha256}:${numLayers}:${options.groupQueryAttention === true}`;
   let result = adapted.get(key);
-  if (!result) adapted.set(key, (result = exposeAttention(model, numLayers)));
+  if (!result) adapted.set(key, (result = exposeAttention(model, numLayers, options)));
   return result;
 }

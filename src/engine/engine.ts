@@ -17,6 +17,7 @@ import { resolveOptions } from '../core/options.js';
 import type { GuardInput } from '../core/types.js';
 import { exposeAttentionCached, type AttentionAdaptation } from './attention-adapter.js';
 import { KEEP_INPUT, keepLogits, type LogitsAdaptation } from './logits-adapter.js';
+import { graphConstraints, inspectGraphCached, type GraphConstraints, type GraphKind } from './graph-kind.js';
 import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
 import { checkPositiveIntegerOption, scoreSequencesShared } from './prefix-scorer.js';
@@ -26,6 +27,7 @@ import { boundLongTexts, longestTokenChars } from './bounded-text.js';
 
 export type { ActionLayout, ContextLayout, TruncationReport } from './call-encoding.js';
 export type { ScoringMode } from '../core/runtime-options.js';
+export type { GraphKind } from './graph-kind.js';
 export type { ScoreRequest } from '../core/scorer-port.js';
 
 /** Options for {@link createEngine}: the runtime options that concern the engine, and the backend it runs on. */
@@ -38,8 +40,9 @@ export interface EngineOptions extends Pick<ModelRuntimeOptions, 'wasmThreads' |
    */
   maxBatchBytes?: number;
   /**
-   * Expose the attention rows of standard decoder exports (attention-adapter.ts) so MindGuard works on
-   * them; models with EdgeArmor's export have them already. @defaultValue true
+   * Expose the attention rows of standard decoder exports and, on node and wasm, of GroupQueryAttention
+   * graphs (attention-adapter.ts, gqa-attention.ts) so MindGuard works on them; models with EdgeArmor's
+   * export have them already. @defaultValue true
    */
   exposeAttention?: boolean;
   /**
@@ -100,6 +103,8 @@ export interface EngineInfo {
   rendering: Rendering;
   /** The plan variants are scored with ({@link scoringPlan}); null when a scoring server runs them. */
   scoring: ScoringPlan['scoring'] | null;
+  /** The decoder layout the plan follows (graph-kind.ts); absent when a scoring server runs the model. */
+  graph?: GraphKind;
 }
 
 /** Scores of one guard call. */
@@ -318,6 +323,10 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   const rawPlan = scoringPlan(options.backend, { ...options, scoring: 'naive' });
   const { tokenizer, format, rendering } = proxyTokenizerFor(files, options.chatTemplate);
   const dims = dimsFromConfig(files.config, padTokenIdOf(files.config, tokenizer));
+  const sha256 = files.manifest.files[VARIANT_FILES[files.variant]]?.sha256 ?? '';
+  // Before any session: a fused layout the engine cannot score exactly is refused here, naming the op.
+  const graph = inspectGraphCached(files.onnx, sha256, dims);
+  const constraints = graphConstraints(graph.kind);
   const open = async (model: Uint8Array): Promise<OrtSession> => {
     try {
       return await createOrtSession(model, {
@@ -335,7 +344,6 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
       });
     }
   };
-  const sha256 = files.manifest.files[VARIANT_FILES[files.variant]]?.sha256 ?? '';
   const logits: LogitsAdaptation = options.limitLogits === false ? { ok: false, reason: 'the logits adapter is turned off (limitLogits: false)' } : keepLogits(files.onnx);
   let logitsUnavailable = logits.ok || logits.native ? null : logits.reason;
   const base = logits.ok ? logits.model : files.onnx;
@@ -345,7 +353,9 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   const adaptation: AttentionAdaptation =
     options.exposeAttention === false
       ? { ok: false, reason: 'the attention adapter is turned off (exposeAttention: false)' }
-      : exposeAttentionCached(base, logits.ok ? `${sha256}:logits` : sha256, dims.numLayers);
+      : constraints.contiguousRows && options.backend === 'webgpu'
+        ? { ok: false, reason: "GroupQueryAttention's softmax output (qk_output) is read on onnxruntime's CPU kernel (backends node and wasm), not on WebGPU" }
+        : exposeAttentionCached(base, logits.ok ? `${sha256}:logits` : sha256, dims.numLayers, { groupQueryAttention: true });
   if (adaptation.ok) {
     try {
       session = await open(adaptation.model);
@@ -391,14 +401,15 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
       kvElementBytes: dims.kvType === 'float16' ? 2 : 4,
       maxPositions: dims.maxPositions,
     },
+    graph: graph.kind,
   };
   return engineFromParts({
     info,
     tokenizer,
     format,
     rendering,
-    run: (sequences, signal) => runSequences(session, dims, sequences, plan, signal),
-    runTokens: (sequences, signal) => runSequences(session, dims, sequences, rawPlan, signal),
+    run: (sequences, signal) => runSequences(session, dims, sequences, plan, constraints, signal),
+    runTokens: (sequences, signal) => runSequences(session, dims, sequences, rawPlan, constraints, signal),
     dispose: () => session.release(),
   });
 }
@@ -457,19 +468,34 @@ async function runSequences(
   dims: ModelDims,
   sequences: readonly ScoreSequence[],
   plan: ScoringPlan,
+  constraints: GraphConstraints,
   signal: AbortSignal | undefined,
 ): Promise<{ results: ScoreResult[]; computedTokens: number }> {
   const sig = signal ? { signal } : {};
+  if (plan.scoring === 'naive' && constraints.contiguousRows && sequences.some((s) => s.withAttention)) {
+    // Attention rows are sliced as the last rows and columns of a pass: a row that wants them runs alone (no padding).
+    const alone = sequences.flatMap((s, i) => (s.withAttention ? [i] : []));
+    const rest = sequences.flatMap((s, i) => (s.withAttention ? [] : [i]));
+    // One after the other: a wasm session runs one pass at a time.
+    const a = await runSequences(session, dims, alone.map((i) => sequences[i]!), { ...plan, maxBatchTokens: 1 }, { contiguousRows: false }, signal);
+    const b = await runSequences(session, dims, rest.map((i) => sequences[i]!), plan, constraints, signal);
+    const results = new Array<ScoreResult>(sequences.length);
+    alone.forEach((i, k) => (results[i] = a.results[k]!));
+    rest.forEach((i, k) => (results[i] = b.results[k]!));
+    return { results, computedTokens: a.computedTokens + b.computedTokens };
+  }
   if (plan.scoring === 'naive') {
     const { maxBatchTokens, maxBatchBytes } = plan;
     const results = await scoreSequences(session, dims, sequences, {
       ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}),
       ...(maxBatchBytes !== undefined ? { maxBatchBytes } : {}),
+      ...(constraints.contiguousRows ? { padding: 'right' as const } : {}),
       ...sig,
     });
     return { results, computedTokens: totalTokens(sequences) };
   }
   const budget = plan.maxBatchBytes !== undefined ? { maxBatchBytes: plan.maxBatchBytes } : {};
-  const { results, stats } = await scoreSequencesShared(session, dims, sequences, { ...budget, ...sig });
+  const single = constraints.contiguousRows ? { singleRowPasses: true } : {};
+  const { results, stats } = await scoreSequencesShared(session, dims, sequences, { ...budget, ...single, ...sig });
   return { results, computedTokens: stats.computedTokens };
 }

@@ -71,6 +71,8 @@ export function findLmHead(model: ModelProto): { head: ReadNode } | { reason: st
   const producer = new Map<string, ReadNode>();
   for (const n of graph.node) {
     for (const o of n.output) {
+      // '' names a skipped optional output (onnx's convention), not a tensor: fused norms skip theirs.
+      if (o === '') continue;
       if (producer.has(o)) return { reason: `the tensor "${o}" is produced by two nodes` };
       producer.set(o, n);
     }

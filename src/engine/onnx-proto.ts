@@ -23,6 +23,9 @@ export const INT64 = 7;
 const LEN = 2;
 const VARINT = 0;
 
+/** Wire types of onnx.proto's fields, for readers of other fields (graph-kind.ts, gqa-attention.ts). */
+export const WIRE = { VARINT, FIXED32: 5, LEN } as const;
+
 /** Where a field sits in the model's bytes: from its tag to its end. */
 interface ByteSpan {
   start: number;
@@ -73,8 +76,8 @@ export interface ModelProto {
   opset: Array<{ domain: string; version: number }>;
 }
 
-/** Reads the fields of a length-delimited message, skipping the others. */
-function readMessage(r: ProtoReader, length: number, field: (tag: number, wire: number) => boolean): void {
+/** Reads the fields of a length-delimited message, skipping those `field` does not take (it returns false). */
+export function readMessage(r: ProtoReader, length: number, field: (tag: number, wire: number) => boolean): void {
   const end = r.pos + length;
   while (r.pos < end) {
     const tag = r.uint32();
@@ -245,7 +248,8 @@ export function appendToGraph(model: Uint8Array | readonly Uint8Array[], additio
   return concat([...(model instanceof Uint8Array ? [model] : model), w.finish()]);
 }
 
-function concat(parts: readonly Uint8Array[]): Uint8Array {
+/** The parts joined into one array. */
+export function concat(parts: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((a, p) => a + p.byteLength, 0));
   let at = 0;
   for (const p of parts) {

@@ -24,7 +24,7 @@ import type { Tensor } from 'onnxruntime-web';
 import { InferenceError } from '../core/errors.js';
 import { KvCache, kvTensor, PastBuffers, pastName, type KvArray } from './kv-cache.js';
 import type { OrtSession } from './ort-session.js';
-import { checkPositiveIntegerOption, defaultBatchBytes, DEFAULT_MAX_CHUNK_TOKENS, passBytes, planChunks, planPasses, planSharing, trieMinimumTokens, type PassBudget, type RowShape } from './prefix-plan.js';
+import { checkPositiveIntegerOption, defaultBatchBytes, DEFAULT_MAX_CHUNK_TOKENS, passBytes, planChunks, planPasses, planSharing, trieMinimumTokens, type PassBudget, type PassPlan, type RowShape } from './prefix-plan.js';
 import { estimateForwardBytes, floatValues, kvBytesPerToken, logSoftmaxAt, presentOutputNames, sliceAttention, tensorData, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 
 export { checkPositiveIntegerOption, DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_CHUNK_TOKENS, defaultBatchBytes, minimumBudgetBytes, trieMinimumTokens } from './prefix-plan.js';
@@ -43,6 +43,12 @@ export interface PrefixScoreOptions {
    * @defaultValue 256: a pass blocks its thread (onnxruntime-node runs on the caller's) for 32-38 ms on the embedded model, and checks were no slower than at 512 (see DEFAULT_MAX_CHUNK_TOKENS)
    */
   maxChunkTokens?: number;
+  /**
+   * Run every row in a pass of its own: no padding and no masked gap, each row continuing from the whole
+   * of a past of its own length (GroupQueryAttention, which cannot represent either and refuses a batch
+   * continuing from a past). The prefix sharing is the same. @defaultValue false
+   */
+  singleRowPasses?: boolean;
   signal?: AbortSignal;
 }
 
@@ -125,6 +131,7 @@ export async function scoreSequencesShared(
     maxChunk,
     heldBytes: () => [...caches.values()].reduce((a, c) => a + c.length * kvTok, 0),
     pastBuffers: new PastBuffers(),
+    singleRowPasses: options.singleRowPasses === true,
     signal: options.signal,
   };
   try {
@@ -184,6 +191,8 @@ interface Call {
   /** Bytes of the caches held for later rows. */
   heldBytes: () => number;
   pastBuffers: PastBuffers;
+  /** Each row runs alone (PrefixScoreOptions.singleRowPasses). */
+  singleRowPasses: boolean;
   signal: AbortSignal | undefined;
 }
 
@@ -197,7 +206,9 @@ const budgetOf = (call: Call): PassBudget => ({ dims: call.dims, budget: call.bu
 async function runJobs(call: Call, jobs: readonly RowJob[]): Promise<RowOutput[]> {
   const outs = new Array<RowOutput>(jobs.length);
   const budget = budgetOf(call);
-  for (const pass of planPasses(budget, jobs.map(shapeOf))) {
+  const planned = planPasses(budget, jobs.map(shapeOf));
+  const passes = call.singleRowPasses ? planned.flatMap((p): PassPlan[] => (p.kind === 'batch' ? p.rows.map((row) => ({ kind: 'batch', rows: [row] })) : [p])) : planned;
+  for (const pass of passes) {
     if (pass.kind === 'chunked') {
       outs[pass.row] = await runChunked(call, jobs[pass.row]!);
       continue;

@@ -3,7 +3,9 @@
  *
  * Sequences are left-padded so every row ends with its action, which lets one `num_logits_to_keep`
  * serve the whole batch: only the action positions' logits are materialised, and log-softmax runs
- * on those rows alone. Micro-batches are sized to a token (or byte) budget so memory stays bounded whatever
+ * on those rows alone. Graphs whose attention cannot take left padding (GroupQueryAttention reads each row's
+ * length off the mask) get right-padded batches instead, `num_logits_to_keep` then covering the earliest
+ * action row of the batch. Micro-batches are sized to a token (or byte) budget so memory stays bounded whatever
  * the number of variants.
  */
 import type { Tensor } from 'onnxruntime-web';
@@ -101,6 +103,11 @@ export interface ScoreOptions {
   maxBatchTokens?: number;
   /** Upper bound on a pass's estimated peak bytes ({@link estimateForwardBytes}). @defaultValue none */
   maxBatchBytes?: number;
+  /**
+   * Where rows are padded: 'left' (every row ends with its action) or 'right' (every row starts at position
+   * 0, for GroupQueryAttention graphs; no attention rows). @defaultValue 'left'
+   */
+  padding?: 'left' | 'right';
   signal?: AbortSignal;
 }
 
@@ -173,24 +180,26 @@ export async function scoreSequences(
   const lengths = sequences.map((s) => s.context.length + s.action.length);
   for (const batch of planBatches(lengths, fits)) {
     options.signal?.throwIfAborted();
-    const out = await runBatch(session, dims, batch.map((i) => sequences[i]!));
+    const out = await runBatch(session, dims, batch.map((i) => sequences[i]!), options.padding ?? 'left');
     batch.forEach((i, k) => (results[i] = out[k]!));
   }
   return results;
 }
 
-async function runBatch(session: OrtSession, dims: ModelDims, seqs: readonly ScoreSequence[]): Promise<ScoreResult[]> {
+async function runBatch(session: OrtSession, dims: ModelDims, seqs: readonly ScoreSequence[], padding: 'left' | 'right'): Promise<ScoreResult[]> {
   const b = seqs.length;
   const T = Math.max(...seqs.map((s) => s.context.length + s.action.length));
+  // Where each row's tokens end along the sequence axis: all at T when left padded.
+  const ends = seqs.map((s) => (padding === 'left' ? T : s.context.length + s.action.length));
   // One extra row: the logits at the last context position predict the first action token.
-  const keep = Math.max(...seqs.map((s) => s.action.length)) + 1;
-  const rows = seqs.some((s) => s.withAttention) ? Math.max(...seqs.map((s) => s.action.length)) : 0;
+  const keep = Math.max(...seqs.map((s, r) => T - ends[r]! + s.action.length + 1));
+  const rows = padding === 'left' && seqs.some((s) => s.withAttention) ? Math.max(...seqs.map((s) => s.action.length)) : 0;
   const ids = new BigInt64Array(b * T).fill(BigInt(dims.padTokenId));
   const mask = new BigInt64Array(b * T);
   const pos = new BigInt64Array(b * T);
   seqs.forEach((s, r) => {
     const full = [...s.context, ...s.action];
-    const pad = T - full.length;
+    const pad = ends[r]! - full.length;
     for (let j = 0; j < full.length; j++) {
       ids[r * T + pad + j] = BigInt(full[j]!);
       mask[r * T + pad + j] = 1n;
@@ -221,13 +230,12 @@ async function runBatch(session: OrtSession, dims: ModelDims, seqs: readonly Sco
   return Promise.all(seqs.map(async (s, r) => {
     const n = s.action.length;
     const lp = new Float64Array(n);
-    for (let j = 0; j < n; j++) {
-      // Row K-1 predicts the token after the sequence; action token j is predicted by row K-1-n+j.
-      const row = K - 1 - n + j;
-      lp[j] = logSoftmaxAt(logitData, (r * K + row) * V, V, s.action[j]!);
-    }
+    // Logits row K-1 is position T-1; the row's last position predicts the token after it, and action token j
+    // is predicted by the position n-j before that.
+    const last = K - 1 - (T - ends[r]!);
+    for (let j = 0; j < n; j++) lp[j] = logSoftmaxAt(logitData, (r * K + last - n + j) * V, V, s.action[j]!);
     const res: ScoreResult = { tokenLogProbs: lp };
-    if (s.withNextToken) res.nextToken = argmaxRow(logitData, (r * K + K - 1) * V, V);
+    if (s.withNextToken) res.nextToken = argmaxRow(logitData, (r * K + last) * V, V);
     if (s.withAttention && rows > 0) res.attention = await sliceAttention(out, dims, { row: r, attentionRows: rows, width: T, actionLength: n, length: s.context.length + n });
     return res;
   }));

@@ -2,7 +2,8 @@
  * The demo under `vite` (the dev server), in the system Chromium: a scripted scenario gets a
  * rendered verdict, the browser's log-probs equal the Node engine's (WASM and software WebGPU),
  * nothing leaves 127.0.0.1, a tampered model file is refused, a crashed worker is restarted, and a
- * hub-layout model (external data, attention adapter) loads in the worker.
+ * hub-layout model (external data, attention adapter) loads in the worker, and so does a fused-kernel one
+ * (GroupQueryAttention, MatMulNBits; test/fixtures/tiny-proxy-gqa).
  */
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +34,8 @@ const SETUP_TIMEOUT_MS = 120_000;
 const LOGPROB_TOLERANCE = 1e-3;
 const HUB_FIXTURE_DIR = fileURLToPath(new URL('../fixtures/tiny-proxy-hub', import.meta.url));
 const HUB_FIXTURE_URL = '/fixtures/tiny-proxy-hub/';
+const GQA_FIXTURE_DIR = fileURLToPath(new URL('../fixtures/tiny-proxy-gqa', import.meta.url));
+const GQA_FIXTURE_URL = '/fixtures/tiny-proxy-gqa/';
 /** The WebGPU parity tests run the tiny guard model: kernels and KV caches are the point, not the weights (software WebGPU is slow). */
 const TINY_GUARD_URL = '/fixtures/tiny-guard/';
 
@@ -67,7 +70,7 @@ describe.skipIf(!(CAN_RUN && TINY_GUARD_MODEL_AVAILABLE))('the demo on the Vite 
 
   beforeAll(async () => {
     const tinyDir = await makeTinyGuardModel();
-    server = await startDevServer({ serve: { [HUB_FIXTURE_URL]: HUB_FIXTURE_DIR, [TINY_GUARD_URL]: tinyDir } });
+    server = await startDevServer({ serve: { [HUB_FIXTURE_URL]: HUB_FIXTURE_DIR, [GQA_FIXTURE_URL]: GQA_FIXTURE_DIR, [TINY_GUARD_URL]: tinyDir } });
     browser = await launchChromium();
     external = await keepOffline(browser.context);
     node = createNodeGuard({ modelDir: MODEL_DIR, backends: ['node'] });
@@ -153,6 +156,31 @@ describe.skipIf(!(CAN_RUN && TINY_GUARD_MODEL_AVAILABLE))('the demo on the Vite 
         expect(verdict.toolPoisoning!.attention).not.toBeNull();
       } finally {
         await hubNode.dispose();
+      }
+      expect(errors).toEqual([]);
+      expect(external).toEqual([]);
+      await page.close();
+    },
+    PAGE_LOAD_TIMEOUT_MS,
+  );
+
+  it(
+    'loads a fused-kernel model (GroupQueryAttention, q4) in the worker: right-padded, single-row plans and its qk_output attention; verdict equal to Node within 1e-3',
+    async () => {
+      const page = await browser.context.newPage();
+      const errors = watchConsole(page);
+      const status = await startGuardPage(page, { url: `${server.url}harness.html`, modelUrl: GQA_FIXTURE_URL, modelVariant: 'q4', backend: 'wasm' });
+      expect(status).toMatchObject({ state: 'ready', backend: 'wasm', model: 'tiny-proxy-gqa', variant: 'q4', attention: true });
+      const c = findCase('banking', 'poisoning', 1)!;
+      const input = { messages: c.messages, action: c.action, tools: c.tools };
+      const gqaNode = createNodeGuard({ modelDir: GQA_FIXTURE_DIR, modelVariant: 'q4', backends: ['node'] });
+      try {
+        const verdict = await checkInPage(page, input);
+        expect(verdict.reason).toBe('model');
+        expectClose(verdict, await gqaNode.check(input));
+        expect(verdict.toolPoisoning!.attention).not.toBeNull();
+      } finally {
+        await gqaNode.dispose();
       }
       expect(errors).toEqual([]);
       expect(external).toEqual([]);

@@ -1,7 +1,8 @@
 /**
  * Tiny random-weight decoders with the real vocabularies of Qwen3, Gemma 3 and Llama 3 and their real
  * tokenizers (lab/model/make_family_fixture.py, onnx-community layout: onnx/model.onnx and model_q4.onnx, the
- * standard Optimum graph, which the engine's logits and attention adapters rewrite at load).
+ * standard Optimum graph, which the engine's logits and attention adapters rewrite at load; or, with layout 'gqa',
+ * the same weights in onnxruntime-genai's RotaryEmbedding + GroupQueryAttention layout).
  * Tens of MB each, so they are built on first use into .cache/family-fixtures/ (ignored by git), keyed by a
  * hash of the scripts that make them and the tokenizer files, and reused by later runs.
  */
@@ -33,23 +34,31 @@ export const CAN_BUILD_FAMILY_MODELS = requirement(
   `${PYTHON} with torch and onnx (to build the family fixtures)`,
 );
 
+/** A fixture's graph: the standard Optimum export, or onnxruntime-genai's GroupQueryAttention layout of the same weights. */
+export type FamilyLayout = 'standard' | 'gqa';
+
 /** The model directory of a family's fixture, built now if this version of the scripts has not built it yet. */
-export function familyModelDir(family: Family): string {
+export function familyModelDir(family: Family, layout: FamilyLayout = 'standard'): string {
   const tokenizerDir = lenmlModelsDir(family);
   const hash = createHash('sha256');
-  for (const f of SCRIPTS) hash.update(readFileSync(join(ROOT, f)));
+  const scripts = layout === 'standard' ? SCRIPTS : [...SCRIPTS, 'lab/model/make_fused_fixture.py'];
+  for (const f of scripts) hash.update(readFileSync(join(ROOT, f)));
   for (const f of ['tokenizer.json', 'tokenizer_config.json']) hash.update(readFileSync(join(tokenizerDir, f)));
   hash.update(String(FAMILY_VOCAB[family]));
-  const dir = join(CACHE, `${family}-${hash.digest('hex').slice(0, 16)}`);
+  if (layout !== 'standard') hash.update(layout);
+  // standard: qwen3-<hash>; fused: qwen3-gqa-<hash>. Old builds are recognised by exactly this shape.
+  const prefix = layout === 'standard' ? `${family}-` : `${family}-${layout}-`;
+  const dir = join(CACHE, `${prefix}${hash.digest('hex').slice(0, 16)}`);
   if (existsSync(join(dir, 'manifest.json'))) return dir;
   mkdirSync(CACHE, { recursive: true });
-  const run = spawnSync(PYTHON, [join(ROOT, SCRIPTS[0]!), '--tokenizer-dir', tokenizerDir, '--vocab', String(FAMILY_VOCAB[family]), '--out', dir, '--name', `tiny-${family}`], {
+  const run = spawnSync(PYTHON, [join(ROOT, SCRIPTS[0]!), '--tokenizer-dir', tokenizerDir, '--vocab', String(FAMILY_VOCAB[family]), '--out', dir, '--name', `tiny-${family}`, '--layout', layout], {
     encoding: 'utf8',
     timeout: BUILD_TIMEOUT_MS,
     env: { ...process.env, LD_LIBRARY_PATH: '/usr/lib/x86_64-linux-gnu/openblas-openmp' },
   });
   if (run.status !== 0 || !existsSync(join(dir, 'manifest.json'))) throw new Error(`building the ${family} fixture failed (status ${run.status}): ${run.stderr.slice(-2000)}`);
   // Older versions of this family's fixture are tens of MB each and no script builds them any more.
-  for (const old of readdirSync(CACHE)) if (old.startsWith(`${family}-`) && join(CACHE, old) !== dir && !old.includes('.partial')) rmSync(join(CACHE, old), { recursive: true, force: true });
+  const build = new RegExp(`^${prefix}[0-9a-f]{16}$`);
+  for (const old of readdirSync(CACHE)) if (build.test(old) && join(CACHE, old) !== dir) rmSync(join(CACHE, old), { recursive: true, force: true });
   return dir;
 }

