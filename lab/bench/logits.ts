@@ -12,7 +12,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { dimsFromConfig } from '../../src/engine/engine.js';
+import { dimsFromConfig } from '../../src/engine/model-config.js';
 import { directoryReader } from '../../src/engine/files-node.js';
 import { keepLogits } from '../../src/engine/logits-adapter.js';
 import { loadModelFiles } from '../../src/engine/model-files.js';

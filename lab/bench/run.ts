@@ -15,7 +15,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { dimsFromConfig } from '../../src/engine/engine.js';
+import { dimsFromConfig } from '../../src/engine/model-config.js';
 import { createOrtSession, type Backend, type OrtSession } from '../../src/engine/ort-session.js';
 import { defaultBatchBytes, scoreSequencesShared } from '../../src/engine/prefix-scorer.js';
 import type { ModelDims } from '../../src/engine/scorer.js';

@@ -17,7 +17,8 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseGuardInput } from '../core/adapters.js';
-import { blockedAt, chooseOperatingPoint, worseThanBase, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, pointOptions, thresholdsOf, type OperatingThresholds } from '../core/calibration.js';
+import { worseThanBase } from '../core/adapt-refusal.js';
+import { blockedAt, chooseOperatingPoint, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, pointOptions, thresholdsOf, type OperatingThresholds } from '../core/calibration.js';
 import { InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { countFamiliarity, emptyFamiliarity } from '../core/familiarity.js';
 import { quantile } from '../core/metrics.js';

@@ -10,11 +10,9 @@ import type { BackendName } from '../core/guard-api.js';
 import type { ContextSizes } from '../core/windows.js';
 import type { ModelShape } from '../core/window-budget.js';
 import { encodeSegmentedCall, templateContextSizes, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
-import { encodeTemplateCall, probeTemplate } from './template-format.js';
-import { familyOf, type FamilyRendering } from './family-templates.js';
-import { buildContext } from '../core/context.js';
-import { resolveOptions } from '../core/options.js';
-import type { GuardInput } from '../core/types.js';
+import { encodeTemplateCall } from './template-format.js';
+import { chatFormatOf, proxyTokenizerFor, type ChatFormat, type Rendering } from './rendering.js';
+import { dimsFromConfig, padTokenIdOf } from './model-config.js';
 import { exposeAttentionCached, type AttentionAdaptation } from './attention-adapter.js';
 import { KEEP_INPUT, keepLogits, type LogitsAdaptation } from './logits-adapter.js';
 import { graphConstraints, inspectGraphCached, type GraphConstraints, type GraphKind } from './graph-kind.js';
@@ -160,101 +158,11 @@ export interface EngineParts {
   dispose(): Promise<void>;
 }
 
-/** How guard calls are rendered for a model: EdgeArmor's chat format, or the model's own chat template. */
-export type ChatFormat = 'edgearmor' | 'template';
-
-/** The rendering guard calls get: EdgeArmor's format, the model's own template, the caller's, or a shipped one in the model family's turn format. */
-export type Rendering = 'edgearmor' | 'model-template' | 'custom-template' | FamilyRendering;
-
-const EDGEARMOR_CONTROLS = ['<|bos|>', '<|system|>', '<|user|>', '<|assistant|>', '<|tool|>', '<|result|>', '<|call|>', '<|tool_def|>', '<|end|>'];
-
-/** EdgeArmor's format when the tokenizer has its control tokens, else the model's chat template. */
-export function chatFormatOf(tokenizer: Pick<ProxyTokenizer, 'controlTokens' | 'hasChatTemplate'>): ChatFormat {
-  if (EDGEARMOR_CONTROLS.every((c) => tokenizer.controlTokens.includes(c))) return 'edgearmor';
-  if (tokenizer.hasChatTemplate || familyOf(tokenizer.controlTokens) !== null) return 'template';
-  throw new ModelLoadError("the proxy's tokenizer has neither EdgeArmor's control tokens nor a chat_template in tokenizer_config.json, so guard calls cannot be rendered for it", {});
-}
-
 /** `scoring` and the batch budgets arrive from pages and workers untyped: refuse what the engine cannot run (the registry's declarations, and the engine's own byte budget). */
 function checkScoringOptions(options: Pick<EngineOptions, 'scoring' | 'maxBatchTokens' | 'maxBatchBytes'>): void {
   const { scoring, maxBatchTokens } = options;
   validateRuntimeOptions({ ...(scoring !== undefined ? { scoring } : {}), ...(maxBatchTokens !== undefined ? { maxBatchTokens } : {}) });
   checkPositiveIntegerOption('maxBatchBytes', options.maxBatchBytes);
-}
-
-/**
- * A tool-using conversation every rendering must write whole: a system turn, an assistant turn with text and two
- * parallel calls, both results, an assistant turn with text only, three tools, then the proposed call.
- */
-const PROBE_INPUT: GuardInput = {
-  messages: [
-    { role: 'system', content: 'Probe system text alpha.' },
-    { role: 'user', content: 'Probe user request bravo.' },
-    {
-      role: 'assistant',
-      content: 'Probe assistant text charlie.',
-      tool_calls: [
-        { name: 'probe_lookup', arguments: { query: 'delta' } },
-        { name: 'probe_fetch', arguments: { id: 'echo' } },
-      ],
-    },
-    { role: 'tool', tool_name: 'probe_lookup', content: 'Probe result foxtrot.' },
-    { role: 'tool', tool_name: 'probe_fetch', content: 'Probe result golf.' },
-    { role: 'assistant', content: 'Probe assistant text hotel.' },
-  ],
-  action: { name: 'probe_send', arguments: { to: 'india', amount: 3 } },
-  tools: [
-    { name: 'probe_lookup', description: 'Looks up juliet.', parameters: { type: 'object', properties: { query: { type: 'string' } } } },
-    { name: 'probe_fetch', description: 'Fetches kilo.', parameters: { type: 'object', properties: { id: { type: 'string' } } } },
-    { name: 'probe_send', description: 'Sends lima.', parameters: { type: 'object', properties: { to: { type: 'string' }, amount: { type: 'number' } } } },
-  ],
-};
-
-/** Why the tokenizer's chat template cannot render tool-using conversations whole, or null when it can. */
-export function templateProblem(tokenizer: ProxyTokenizer, rendering: string): string | null {
-  try {
-    probeTemplate(tokenizer, buildContext(PROBE_INPUT, resolveOptions()), rendering);
-    return null;
-  } catch (e) {
-    return (e as Error).message;
-  }
-}
-
-/**
- * The rendering for a tokenizer without `chatTemplate`: EdgeArmor's format for its control tokens; the model's
- * own template when it writes a probe tool conversation whole; else the shipped rendering of the family whose
- * control tokens the tokenizer has. A template no family rendering replaces stays, and each check it cannot
- * render whole is refused by the render check.
- */
-export function renderingFor(own: ProxyTokenizer): { tokenizer: ProxyTokenizer; format: ChatFormat; rendering: Rendering } {
-  const format = chatFormatOf(own);
-  if (format === 'edgearmor') return { tokenizer: own, format, rendering: 'edgearmor' };
-  if (own.hasChatTemplate && templateProblem(own, 'model-template') === null) return { tokenizer: own, format, rendering: 'model-template' };
-  const family = familyOf(own.controlTokens, own.chatTemplateText);
-  if (family === null) return { tokenizer: own, format, rendering: 'model-template' };
-  const tokenizer = own.withChatTemplate(family.template);
-  const problem = templateProblem(tokenizer, family.name);
-  if (problem !== null) throw new ModelLoadError(`the shipped rendering "${family.name}" cannot render a tool conversation with this tokenizer: ${problem}`, { rendering: family.name });
-  return { tokenizer, format, rendering: family.name };
-}
-
-/**
- * The proxy's tokenizer and how guard calls are rendered for it: with `chatTemplate` in place of the model's
- * template when given (a template that cannot render a one-message conversation is refused), else
- * {@link renderingFor}'s choice.
- */
-export function proxyTokenizerFor(files: Pick<ModelFiles, 'tokenizerJson' | 'tokenizerConfig'>, chatTemplate?: string): { tokenizer: ProxyTokenizer; format: ChatFormat; rendering: Rendering } {
-  if (chatTemplate === undefined) return renderingFor(createProxyTokenizer(files));
-  if (typeof chatTemplate !== 'string' || chatTemplate.trim() === '') {
-    throw new InvalidOptionsError(`Invalid option chatTemplate: received ${JSON.stringify(chatTemplate)}; allowed: a Jinja chat template string.`, { option: 'chatTemplate' });
-  }
-  const tokenizer = createProxyTokenizer(files).withChatTemplate(chatTemplate);
-  try {
-    tokenizer.renderChatTemplate([{ role: 'user', content: 'Hello.' }], undefined, true);
-  } catch (e) {
-    throw new InvalidOptionsError(`Invalid option chatTemplate: it cannot render a one-message conversation: ${(e as Error).message}`, { option: 'chatTemplate' });
-  }
-  return { tokenizer, format: 'template', rendering: 'custom-template' };
 }
 
 /** Wraps a sequence runner with the rendering, truncation and ablation of guard calls. */
@@ -271,48 +179,6 @@ export function engineFromParts(parts: EngineParts): ProxyEngine {
     score: (request) => scoreRequest(parts.tokenizer, info, parts.run, encode, request),
     scoreTokens: async (sequences, signal) => (await runTokens(sequences, signal)).results,
     dispose: () => parts.dispose(),
-  };
-}
-
-/** The model's longest sequence, from config.json. */
-export function maxPositionsFromConfig(config: Record<string, unknown>): number {
-  const v = config['max_position_embeddings'];
-  if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
-    throw new ModelLoadError(`config.json: "max_position_embeddings" must be a positive integer, received ${JSON.stringify(v)}`, { key: 'max_position_embeddings' });
-  }
-  return v;
-}
-
-/** The id left padding uses (always masked, so any real token works): the model's pad token when it has one. */
-function padTokenIdOf(config: Record<string, unknown>, tokenizer: ProxyTokenizer): number {
-  const fromConfig = config['pad_token_id'];
-  if (typeof fromConfig === 'number' && Number.isInteger(fromConfig) && fromConfig >= 0) return fromConfig;
-  if (tokenizer.controlTokens.includes('<|pad|>')) return tokenizer.controlId('<|pad|>');
-  const eos = config['eos_token_id'];
-  return typeof eos === 'number' && Number.isInteger(eos) && eos >= 0 ? eos : 0;
-}
-
-/** The model dimensions the scorers need, from config.json; throws ModelLoadError naming a bad field. */
-export function dimsFromConfig(config: Record<string, unknown>, padTokenId: number): ModelDims & { maxPositions: number } {
-  const num = (key: string, fallback?: number): number => {
-    const v = config[key] ?? fallback;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
-      throw new ModelLoadError(`config.json: "${key}" must be a positive integer, received ${JSON.stringify(v)}`, { key });
-    }
-    return v;
-  };
-  const hidden = num('hidden_size');
-  const heads = num('num_attention_heads');
-  return {
-    numLayers: num('num_hidden_layers'),
-    numHeads: heads,
-    numKeyValueHeads: num('num_key_value_heads', heads),
-    headDim: num('head_dim', hidden / heads),
-    vocabSize: num('vocab_size'),
-    padTokenId,
-    maxPositions: maxPositionsFromConfig(config),
-    hiddenSize: hidden,
-    intermediateSize: num('intermediate_size', 4 * hidden),
   };
 }
 

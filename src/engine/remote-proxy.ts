@@ -11,7 +11,9 @@
 import { RemoteProxyError } from '../core/errors.js';
 import { validateRemoteProxyOptions, type RemoteProxyOptions } from '../core/runtime-options.js';
 import type { JsonObject } from '../core/types.js';
-import { engineFromParts, maxPositionsFromConfig, proxyTokenizerFor, type ProxyEngine, type SequenceRunner } from './engine.js';
+import { engineFromParts, type ProxyEngine, type SequenceRunner } from './engine.js';
+import { maxPositionsFromConfig } from './model-config.js';
+import { proxyTokenizerFor } from './rendering.js';
 import type { TokenizerModelFiles } from './model-files.js';
 import { totalTokens, type ScoreResult, type ScoreSequence } from './scorer.js';
 

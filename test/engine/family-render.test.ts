@@ -18,7 +18,7 @@ import { argumentValueList } from '../../src/core/tool-poisoning.js';
 import type { GuardInput } from '../../src/core/types.js';
 import { buildVariants } from '../../src/core/variants.js';
 import { formatJson } from '../../src/engine/chat-format.js';
-import { renderingFor, templateProblem, type Rendering } from '../../src/engine/engine.js';
+import { renderingFor, templateProblem, type Rendering } from '../../src/engine/rendering.js';
 import { buildManifest } from '../../src/engine/files-node.js';
 import { encodeTemplateCall } from '../../src/engine/template-format.js';
 import { createProxyTokenizer, type ProxyTokenizer } from '../../src/engine/tokenizer.js';

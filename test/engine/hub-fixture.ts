@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { buildContext } from '../../src/core/context.js';
 import { resolveOptions } from '../../src/core/options.js';
 import { buildVariants } from '../../src/core/variants.js';
-import { dimsFromConfig, type ScoreRequest } from '../../src/engine/engine.js';
+import { type ScoreRequest } from '../../src/engine/engine.js';
+import { dimsFromConfig } from '../../src/engine/model-config.js';
 import type { ModelDims, ScoreSequence } from '../../src/engine/scorer.js';
 import { findCase } from '../../src/scenarios/index.js';
 

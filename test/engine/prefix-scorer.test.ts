@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Tensor } from 'onnxruntime-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dimsFromConfig } from '../../src/engine/engine';
+import { dimsFromConfig } from '../../src/engine/model-config';
 import { createOrtSession, type Backend, type OrtSession } from '../../src/engine/ort-session';
 import { DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_CHUNK_TOKENS, defaultBatchBytes, minimumBudgetBytes, scoreSequencesShared, trieMinimumTokens } from '../../src/engine/prefix-scorer';
 import { estimateForwardBytes } from '../../src/engine/scorer';

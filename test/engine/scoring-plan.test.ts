@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import type { Tensor } from 'onnxruntime-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../../src/core/errors';
-import { dimsFromConfig, scoringPlan, WEBGPU_MAX_BATCH_BYTES } from '../../src/engine/engine';
+import { scoringPlan, WEBGPU_MAX_BATCH_BYTES } from '../../src/engine/engine';
+import { dimsFromConfig } from '../../src/engine/model-config';
 import { createOrtSession, type OrtSession } from '../../src/engine/ort-session';
 import { DEFAULT_MAX_BATCH_TOKENS, estimateForwardBytes, planBatches, scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer';
 

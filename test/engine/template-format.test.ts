@@ -11,7 +11,7 @@ import { buildContext, type StructuredContext } from '../../src/core/context.js'
 import { resolveOptions } from '../../src/core/options.js';
 import { buildVariants } from '../../src/core/variants.js';
 import { encodeSegmentedCall } from '../../src/engine/call-encoding.js';
-import { chatFormatOf } from '../../src/engine/engine.js';
+import { chatFormatOf } from '../../src/engine/rendering.js';
 import { embeddedModelDir } from '../../src/engine/files-node.js';
 import { encodeTemplateCall, neutralizeControls } from '../../src/engine/template-format.js';
 import { createProxyTokenizer, type ProxyTokenizer } from '../../src/engine/tokenizer.js';

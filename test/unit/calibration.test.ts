@@ -8,11 +8,11 @@ import {
   operatingPoint,
   pointOptions,
   thresholdsOf,
-  worseThanBase,
   type CalibrationCase,
   type CalibrationEvidence,
   type OperatingThresholds,
 } from '../../src/core/calibration.js';
+import { worseThanBase } from '../../src/core/adapt-refusal.js';
 import { parseModelOptionsFile } from '../../src/core/model-options.js';
 import { resolveOptions } from '../../src/core/options.js';
 import type { Verdict } from '../../src/core/verdict.js';
