@@ -11,13 +11,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const SCRIPT = fileURLToPath(new URL('../model/make_big_vocab_fixture.py', import.meta.url));
+/** The script and the weights' initialisation it shares with the tiny fixture: either changing rebuilds the fixture. */
+const SOURCES = [SCRIPT, fileURLToPath(new URL('../model/make_tiny_fixture.py', import.meta.url))];
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Debian's python3 with python3-torch and python3-onnx (.ci/run installs them). */
 export const PYTHON = '/usr/bin/python3';
 
 /** The fixture's directory (with a trailing slash), built first if this machine has none for the script's current version. */
 export function bigVocabFixture(): string {
-  const hash = createHash('sha256').update(readFileSync(SCRIPT)).digest('hex').slice(0, 12);
+  const digest = createHash('sha256');
+  for (const file of SOURCES) digest.update(readFileSync(file));
+  const hash = digest.digest('hex').slice(0, 12);
   const dir = join(tmpdir(), `edgearmor-big-vocab-${hash}`);
   if (!existsSync(join(dir, 'manifest.json'))) {
     execFileSync(PYTHON, [SCRIPT, dir], {

@@ -25,6 +25,7 @@ ROOT = os.path.join(HERE, "..", "..")
 MODEL = os.path.join(ROOT, "model")  # the shipped modules
 sys.path[:0] = [HERE, MODEL]
 from export_onnx import export  # noqa: E402
+from make_tiny_fixture import wide_random  # noqa: E402
 from proxy_model import ProxyConfig, ProxyLM  # noqa: E402
 
 NAME = "big-vocab-hub"
@@ -34,20 +35,8 @@ TOKENIZER_DIR = os.path.join(ROOT, "public", "models", "edgearmor-proxy")
 
 def big_vocab_model() -> ProxyLM:
     """Seeded random weights drawn wide, as the tiny fixture's (make_tiny_fixture.py), so logits are peaked."""
-    torch.manual_seed(0)
-    cfg = ProxyConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32768)
-    model = ProxyLM(cfg)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "embed_tokens" in name:
-                p.normal_(0, 0.3)
-            elif name.endswith("norm.weight"):
-                p.copy_(1 + 0.2 * torch.randn_like(p))
-            else:
-                p.normal_(0, 0.15)
-    model.eval()
-    return model
+    return wide_random(ProxyConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32768))
 
 
 def main():

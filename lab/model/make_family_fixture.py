@@ -36,6 +36,7 @@ MODEL = os.path.join(HERE, "..", "..", "model")  # the shipped modules
 sys.path[:0] = [HERE, MODEL]
 from export_onnx import export  # noqa: E402
 from make_fused_fixture import build as build_fused, unchecked  # noqa: E402
+from make_tiny_fixture import wide_random  # noqa: E402
 from proxy_model import ProxyConfig, ProxyLM  # noqa: E402
 from quantize import quantize_model  # noqa: E402
 
@@ -55,7 +56,6 @@ def special_id(tokenizer: dict, config: dict, key: str) -> int | None:
 
 def family_model(vocab: int, tokenizer: dict, config: dict) -> ProxyLM:
     """Seeded random weights over the family's vocabulary, drawn wide (see make_tiny_fixture.py)."""
-    torch.manual_seed(0)
     bos = special_id(tokenizer, config, "bos_token")
     eos = special_id(tokenizer, config, "eos_token")
     pad = special_id(tokenizer, config, "pad_token")
@@ -63,17 +63,7 @@ def family_model(vocab: int, tokenizer: dict, config: dict) -> ProxyLM:
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
                       bos_token_id=bos if bos is not None else 0, eos_token_id=eos if eos is not None else 0,
                       pad_token_id=pad if pad is not None else (eos if eos is not None else 0))
-    model = ProxyLM(cfg)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "embed_tokens" in name:
-                p.normal_(0, 0.3)
-            elif name.endswith("norm.weight"):
-                p.copy_(1 + 0.2 * torch.randn_like(p))
-            else:
-                p.normal_(0, 0.2)
-    model.eval()
-    return model
+    return wide_random(cfg, std=0.2)
 
 
 def main():

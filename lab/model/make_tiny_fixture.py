@@ -39,11 +39,10 @@ Regenerate: `LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/
 """
 
 
-def tiny_model() -> ProxyLM:
-    """The fixture's model: seeded random weights, drawn wide (see the module docstring)."""
+def wide_random(cfg: ProxyConfig, std: float = 0.15) -> ProxyLM:
+    """A model of this shape with seeded (0) random weights drawn wide, so its logits are peaked and removing a
+    part of the context moves them visibly: embeddings N(0, 0.3), norms around 1, every other weight N(0, std)."""
     torch.manual_seed(0)
-    cfg = ProxyConfig(vocab_size=4096, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)
     model = ProxyLM(cfg)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -52,9 +51,15 @@ def tiny_model() -> ProxyLM:
             elif name.endswith("norm.weight"):
                 p.copy_(1 + 0.2 * torch.randn_like(p))
             else:
-                p.normal_(0, 0.15)
+                p.normal_(0, std)
     model.eval()
     return model
+
+
+def tiny_model() -> ProxyLM:
+    """The fixture's model: seeded random weights, drawn wide (see the module docstring)."""
+    return wide_random(ProxyConfig(vocab_size=4096, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024))
 
 
 def main():

@@ -17,7 +17,7 @@ import { lenmlModelsDir } from './family-fixtures.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CACHE = join(ROOT, '.cache', 'family-fixtures');
 const PYTHON = process.env['EDGEARMOR_PYTHON'] ?? '/usr/bin/python3';
-const SCRIPTS = ['lab/model/make_family_fixture.py', 'model/proxy_model.py', 'model/export_onnx.py', 'model/quantize.py', 'model/manifest.py'];
+const SCRIPTS = ['lab/model/make_family_fixture.py', 'lab/model/make_tiny_fixture.py', 'model/proxy_model.py', 'model/export_onnx.py', 'model/quantize.py', 'model/manifest.py'];
 // Building a fixture exports and quantizes a 2-layer model over up to 262k embedding rows: seconds alone, more beside other work.
 const BUILD_TIMEOUT_MS = 300_000;
 
