@@ -76,6 +76,6 @@ export async function scanCommand(args: string[]): Promise<void> {
   if (values.approve && pins !== null) for (const s of servers) await pins.approve(s.server, s.tools);
   const tools = servers.reduce((n, s) => n + s.tools.length, 0);
   const approved = values.approve ? '; the definitions as listed now are approved' : '';
-  process.stderr.write(`edgearmor scan: ${findings.length} ${findings.length === 1 ? 'finding' : 'findings'} in ${tools} tools of ${servers.length} ${servers.length === 1 ? 'server' : 'servers'}${approved}\n`);
+  process.stderr.write(`edgearmor scan: ${findings.length} ${findings.length === 1 ? 'finding' : 'findings'} in ${tools} ${tools === 1 ? 'tool' : 'tools'} of ${servers.length} ${servers.length === 1 ? 'server' : 'servers'}${approved}\n`);
   if (findings.length > 0) process.exitCode = EXIT_FINDINGS;
 }
