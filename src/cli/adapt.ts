@@ -1,5 +1,6 @@
 /** `edgearmor adapt TRAFFIC.jsonl --out DIR`: the guard learns the user's own agent (src/adapt/adapt.ts). */
 import { parseArgs } from 'node:util';
+import { adaptAdvice } from '../adapt/advice.js';
 import type { AdaptProgress, AdaptReport } from '../adapt/adapt.js';
 import { judgeFamiliarity } from '../core/familiarity.js';
 import { TRAFFIC_FORMATS, type TrafficFormat } from '../adapt/traffic.js';
@@ -83,6 +84,7 @@ export function reportTable(r: AdaptReport, out: string): string {
     r.written
       ? `wrote ${out}: q4 model, tokenizer, config, guard-options.json (userWeight ${r.chosen.userWeight}, tau ${r.chosen.tau}, description margins ${r.chosen.descriptionMargin} / ${r.chosen.firstCallDescriptionMargin} before tool results, AIR ${r.chosen.airThreshold} / ${r.chosen.firstCallAirThreshold}, familiarityThreshold null: not measured for the adapted model), adapt-report.json, manifest.json`
       : `nothing written: ${r.refusal}`,
+    ...adaptAdvice(r),
   ];
   return lines.join('\n');
 }
