@@ -11,28 +11,15 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createGuardedClient, type JsonRpcRequest, type McpTransport } from '../../examples/mcp/guarded-client.js';
 import { createConductor } from '../../src/core/conductor.js';
-import { fromMcpToolDefinitions, type CheckScores, type GuardOptions, type ServerTools } from '../../src/core/index.js';
-import type { Scorer, ScoreRequest } from '../../src/core/scorer-port.js';
+import { fromMcpToolDefinitions, type GuardOptions, type ServerTools } from '../../src/core/index.js';
+import type { ScorerInfo, ScoreRequest } from '../../src/core/scorer-port.js';
+import { recordingScorer } from './recording-scorer.js';
 import { createNodeToolPins } from '../../src/engine/pins-node.js';
 
-/** A scorer that records what it was sent and scores every variant alike: the model finds nothing. */
-function flatScorer(sent: ScoreRequest[]): Scorer {
-  return {
-    info: { backend: 'node', model: 'flat', variant: 'q4', maxContextTokens: 4096, maxTextChars: 100_000, scoring: 'prefix', attention: false, attentionUnavailable: 'none here', chatFormat: 'edgearmor' },
-    async score(request) {
-      sent.push(request);
-      const scores: CheckScores = {
-        logProbs: new Map(request.variants.map((v) => [v.id, new Float64Array(2).fill(-1)])),
-        layout: { user: [], tools: [], toolResults: [] },
-        truncation: { droppedToolDefinitions: false, shortenedMessages: {} },
-      };
-      return scores;
-    },
-    dispose: async () => undefined,
-  };
-}
+/** What the recording scorer reports: the model finds nothing, so only the tool-definition checks decide. */
+const FLAT_INFO: ScorerInfo = { backend: 'node', model: 'flat', variant: 'q4', maxContextTokens: 4096, maxTextChars: 100_000, scoring: 'prefix', attention: false, attentionUnavailable: 'none here', chatFormat: 'edgearmor' };
 
-const guardWith = (options: GuardOptions, sent: ScoreRequest[] = []) => createConductor(options, { load: async () => ({ scorer: flatScorer(sent), modelOptions: null }) });
+const guardWith = (options: GuardOptions, sent: ScoreRequest[] = []) => createConductor(options, { load: async () => ({ scorer: recordingScorer(sent, FLAT_INFO), modelOptions: null }) });
 const REPORT_ALL: GuardOptions = { toolDefinitions: { changed: 'report', findings: 'report' } };
 const BLOCK_ALL: GuardOptions = { toolDefinitions: { changed: 'block', findings: 'block' } };
 
