@@ -204,8 +204,8 @@ async function main(): Promise<void> {
   const specs = values.cases.split(',').map((c) => c.split('x').map(Number) as [number, number]).map(([tokens, spans]) => ({ tokens, spans }));
   const date = new Date().toISOString().slice(0, 10);
   const file = `${ROOT}lab/bench/results/${date}-real-shapes.json`;
-  const old: Row[] = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { rows: Row[] }).rows : [];
-  const rows: Row[] = [];
+  mkdirSync(`${ROOT}lab/bench/results`, { recursive: true });
+  let merged: Row[] = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { rows: Row[] }).rows : [];
   for (const shape of shapes) {
     const dir = shapeModel(shape);
     const vocab = (JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
@@ -217,7 +217,7 @@ async function main(): Promise<void> {
       });
       let diff = 0;
       for (const r of results) r.logProbs.forEach((seq, i) => seq.forEach((v, k) => (diff = Math.max(diff, Math.abs(v - results[0]!.logProbs[i]![k]!)))));
-      rows.push({
+      const row: Row = {
         shape,
         params: parameters(dir),
         vocab,
@@ -226,12 +226,12 @@ async function main(): Promise<void> {
         variants: results[0]!.logProbs.length,
         ways: Object.fromEntries(results.map(({ logProbs: _, way, ...rest }) => [way, rest])),
         max_abs_logprob_diff: diff,
-      });
+      };
+      // Written after every case, so a long run stopped part-way keeps what it measured; a re-measured case replaces its row.
+      merged = [...merged.filter((o) => !(o.shape === row.shape && o.spans === row.spans && o.context_tokens === row.context_tokens)), row];
+      writeFileSync(file, `${JSON.stringify({ date, machine: machine(), backend: 'onnxruntime-node (CPU), fp32', rows: merged }, null, 2)}\n`);
     }
   }
-  const merged = [...old.filter((o) => !rows.some((r) => r.shape === o.shape && r.spans === o.spans && Math.abs(r.context_tokens - o.context_tokens) < 64)), ...rows];
-  mkdirSync(`${ROOT}lab/bench/results`, { recursive: true });
-  writeFileSync(file, `${JSON.stringify({ date, machine: machine(), backend: 'onnxruntime-node (CPU), fp32', rows: merged }, null, 2)}\n`);
   process.stdout.write(`${table(merged)}\n\nMachine: ${machine()}\n`);
 }
 
