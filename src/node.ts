@@ -13,12 +13,10 @@ import { loadEngineScorer, type LocalGuardRuntime } from './engine/local-guard.j
 import { loadIsolatedScorer } from './engine/process-scorer.js';
 
 export { buildManifest, defaultCacheDir, embeddedModelDir, writeModelOptions, type HubTreeEntry } from './engine/files-node.js';
-export type { ModelManifest } from './engine/model-files.js';
-export type { HubSource } from './core/runtime-options.js';
 export { pullModel, DEFAULT_HUB_ENDPOINT, type PullOptions, type PullProgress, type PulledModel } from './engine/hub-pull.js';
-export { validateRemoteProxyOptions, type RemoteProxyOptions } from './engine/remote-proxy.js';
 export { startProxyServer, type ProxyServerOptions, type RunningProxyServer } from './engine/proxy-server.js';
 export { createNodeToolPins, filePinStore, PIN_FILE_NAME } from './engine/pins-node.js';
+export type { LocalGuard } from './core/conductor.js';
 
 /**
  * Options of {@link createNodeGuard}: the guard's options, the runtime options (shared with createGuard),

@@ -68,12 +68,12 @@ describe('the npm package', () => {
       const testing = await import('edgearmor/testing');
       console.log(JSON.stringify({
         testing: typeof testing.expectBlocked,
-        root: typeof root.createGuard, local: typeof root.createLocalGuard,
-        core: typeof core.computeAttribution, resolve: core.resolveOptions({}).tau,
+        root: typeof root.createGuard, shared: root.mcpGuardInput === core.mcpGuardInput,
+        core: typeof core.mcpGuardInput, resolve: core.resolveOptions({}).tau,
         node: typeof node.createNodeGuard, embedded: node.embeddedModelDir().endsWith('edgearmor-proxy'),
       }));`;
     const out = execFileSync('node', ['--input-type=module', '-e', script], { cwd: dir, encoding: 'utf8' });
-    expect(JSON.parse(out)).toEqual({ testing: 'function', root: 'function', local: 'function', core: 'function', resolve: -0.1, node: 'function', embedded: true });
+    expect(JSON.parse(out)).toEqual({ testing: 'function', root: 'function', shared: true, core: 'function', resolve: -0.1, node: 'function', embedded: true });
   });
 
   it('type-checks a consumer that uses ".", "./core", "./worker" and "./testing" with strict settings', () => {
@@ -81,12 +81,11 @@ describe('the npm package', () => {
       join(dir, 'consumer.ts'),
       `import { createGuard, type Guard, type Verdict } from 'edgearmor';
 import { resolveOptions, type GuardInput } from 'edgearmor/core';
-import type { GuardWorkerApi } from 'edgearmor/worker';
+import 'edgearmor/worker';
 import { startGuardPage, expectBlocked, type PageLike } from 'edgearmor/testing';
 const input: GuardInput = { messages: [{ role: 'user', content: 'hi' }], action: { name: 'x', arguments: {} } };
 export async function run(guard: Guard): Promise<Verdict> { return guard.check(input); }
 export const opts = resolveOptions({ tau: 0.5 });
-export type Api = GuardWorkerApi;
 export const make: typeof createGuard = createGuard;
 export async function blocked(page: PageLike): Promise<Verdict> { await startGuardPage(page, { backend: 'wasm' }); return expectBlocked(page, input); }
 `,
