@@ -7,23 +7,22 @@ import { backendRequest, checkBackendRequest, planBackends } from './core/backen
 import { createConductor, type LocalGuard } from './core/conductor.js';
 import type { GuardOptions } from './core/options.js';
 import { splitRuntimeOptions, type ModelRuntimeOptions } from './core/runtime-options.js';
-import { NODE_OPTIONS, validateFactoryOptions, type NodeShellOptions } from './core/shell-options.js';
+import { validateFactoryOptions } from './core/shell-options.js';
 import { nodeModelReader } from './engine/files-node.js';
 import { loadEngineScorer, type LocalGuardRuntime } from './engine/local-guard.js';
 import { loadIsolatedScorer } from './engine/process-scorer.js';
+import { NODE_OPTIONS, type NodeShellOptions } from './node/options.js';
 
 export { buildManifest, defaultCacheDir, embeddedModelDir, writeModelOptions, type HubTreeEntry } from './engine/files-node.js';
-export type { ModelManifest } from './engine/model-files.js';
-export type { HubSource } from './core/runtime-options.js';
 export { pullModel, DEFAULT_HUB_ENDPOINT, type PullOptions, type PullProgress, type PulledModel } from './engine/hub-pull.js';
-export { validateRemoteProxyOptions, type RemoteProxyOptions } from './engine/remote-proxy.js';
 export { startProxyServer, type ProxyServerOptions, type RunningProxyServer } from './engine/proxy-server.js';
 export { createNodeToolPins, filePinStore, PIN_FILE_NAME } from './engine/pins-node.js';
+export type { LocalGuard } from './core/conductor.js';
 
 /**
  * Options of {@link createNodeGuard}: the guard's options, the runtime options (shared with createGuard),
  * and its own (where the model is, the backend, isolation); each declared once, what each means in the
- * options tables in docs/options.md (core/option-registry.ts, core/runtime-options.ts, core/shell-options.ts).
+ * options tables in docs/options.md (core/option-registry.ts, core/runtime-options.ts, node/options.ts).
  */
 export interface NodeGuardOptions extends GuardOptions, ModelRuntimeOptions, NodeShellOptions {}
 

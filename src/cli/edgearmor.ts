@@ -117,7 +117,9 @@ async function check(args: string[]): Promise<void> {
   const { createNodeGuard } = await import('../node.js');
   const guard = createNodeGuard({ ...options, ...(values.model ? { modelDir: values.model } : {}), modelVariant: variant, ...(remoteProxy ? { remoteProxy } : {}), ...(chatTemplate !== undefined ? { chatTemplate } : {}) });
   const status = await guard.ready;
-  // On stderr, so --json output stays one record per line.
+  // On stderr, so --json output stays one record per line. A fallback says why (and, for a missing
+  // onnxruntime-node, what to install): the checks still run, slower.
+  if (status.fallbackReason) process.stderr.write(`edgearmor: ${status.backend} backend: ${status.fallbackReason}\n`);
   if (status.modelOptions) process.stderr.write(`edgearmor: ${modelOptionsLine(status.modelOptions)}\n`);
   let blocked = 0;
   let legendShown = false;

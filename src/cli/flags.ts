@@ -3,12 +3,9 @@
  * options merged from flags, EDGEARMOR_* variables and edgearmor.config.json.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { CLIENT_OPTIONS } from '../page/options.js';
 import type { InvalidOptionsError } from '../core/errors.js';
-import type { OptionGroup, OptionLeaf } from '../core/option-schema.js';
 import { RUNTIME_OPTIONS, validateRemoteProxyOptions, validateRuntimeOptions, type ModelVariant, type RemoteProxyOptions } from '../core/runtime-options.js';
-import { NODE_OPTIONS } from '../core/shell-options.js';
-import { GUARD_OPTIONS, mergeOptions, optionEntries, optionsFromEnv, resolveOptions, type GuardOptions } from '../core/options.js';
+import { mergeOptions, optionsFromEnv, resolveOptions, type GuardOptions } from '../core/options.js';
 import { EXTERNAL_OPTIONS, optionFromText, setOptionAt, textPlaceholder } from '../core/option-sources.js';
 
 /** Prints a one-line error and exits with status 2. */
@@ -68,43 +65,6 @@ export function optionFlagsUsage(): string {
     const shown = o.leaf.meta.defaultText ?? JSON.stringify(o.leaf.defaultValue);
     return `${head.padEnd(29)}${head.length >= 29 ? '\n' + ' '.repeat(29) : ''}${o.leaf.meta.summary} (default ${shown})`;
   }).join('\n');
-}
-
-/** The options tables in docs/options.md, from the registry: the guard's options with their flag and environment variable, then the runtime's and the shells'. */
-export function optionsTable(): string {
-  const external = new Map(EXTERNAL_OPTIONS.map((o) => [o.path.join('.'), o]));
-  const shown = (leaf: OptionLeaf) => leaf.meta.defaultText ?? `\`${JSON.stringify(leaf.defaultValue)}\``;
-  const meaning = (leaf: OptionLeaf) => leaf.meta.summary.replaceAll('|', '\\|');
-  const rows = optionEntries(GUARD_OPTIONS).map(({ path, leaf }) => {
-    const name = path.join('.');
-    const o = external.get(name);
-    const outside = o ? `\`--${o.flag}\`, \`${o.envNames[0]}\`` : '';
-    return `| \`${name}\` | ${outside} | ${shown(leaf)} | ${meaning(leaf)} |`;
-  });
-  // A declaration two shells share (the backend, the model's location) is one row naming both.
-  const where = new Map<OptionLeaf, { name: string; takers: string[] }>();
-  const take = (declaration: OptionGroup, taker: string) => {
-    for (const { path, leaf } of optionEntries(declaration)) {
-      const row = where.get(leaf) ?? { name: path.join('.'), takers: [] };
-      row.takers.push(taker);
-      where.set(leaf, row);
-    }
-  };
-  take(RUNTIME_OPTIONS, 'both');
-  take(CLIENT_OPTIONS, '`createGuard`');
-  take(NODE_OPTIONS, '`createNodeGuard`');
-  const runtimeRows = [...where].map(([leaf, { name, takers }]) => `| \`${name}\` | ${takers.join(', ')} | ${shown(leaf)} | ${meaning(leaf)} |`);
-  return [
-    '| option | flag, environment | default | meaning |',
-    '| --- | --- | --- | --- |',
-    ...rows,
-    '',
-    'How the model runs and where (the factories\' own options; `both`: createGuard and createNodeGuard):',
-    '',
-    '| option | taken by | default | meaning |',
-    '| --- | --- | --- | --- |',
-    ...runtimeRows,
-  ].join('\n');
 }
 
 /** Help lines of the remote proxy flags, shared by the subcommands' usage texts. */

@@ -1,14 +1,12 @@
 /**
- * The options of the shells (where the model is, which backend, how the Node guard and the worker client
- * run), declared once beside the guard's (option-registry.ts) and the runtime's (runtime-options.ts):
- * validation, types and docs/options.md's table come from these declarations. An option two shells share is
- * one declaration used in both groups. The worker client's group (its `worker` factory's type lives with
- * the client) is page/options.ts.
+ * What the shells' own options share (where the model is, which backend, load progress), declared once
+ * beside the guard's (option-registry.ts) and the runtime's (runtime-options.ts), and the one validation of
+ * everything a factory takes. Each shell declares its own group with its code: createGuard's in
+ * page/options.ts, createNodeGuard's in node/options.ts; an option both take is one declaration used in both.
  */
 import * as v from 'valibot';
-import type { OrtBackend } from './backend-plan.js';
 import type { GuardProgress } from './guard-api.js';
-import { compileOptions, group, nonBlank, oneOf, option, type OptionGroup, type OptionsInput } from './option-schema.js';
+import { compileOptions, group, nonBlank, oneOf, option, type OptionGroup } from './option-schema.js';
 import { invalidOptionsError } from './options.js';
 import { GUARD_OPTIONS } from './option-registry.js';
 import { RUNTIME_OPTIONS, validateRemoteProxyOptions, type BackendPreference } from './runtime-options.js';
@@ -23,7 +21,6 @@ export function milliseconds(allowed: string, least: (n: number) => boolean, orN
 
 /** A function, or an object with a `postMessage` (a worker, or a factory for one; the shell names its type). */
 export const workerSource = <T>(allowed: string) => v.custom<T>((x) => typeof x === 'function' || (typeof x === 'object' && x !== null && 'postMessage' in x), allowed);
-
 
 /** The backend preference of both factories (the planner, core/backend-plan.ts, says what each host allows). */
 export const BACKEND_OPTION = option(oneOf<BackendPreference>(['auto', 'webgpu', 'wasm', 'node']), 'auto', {
@@ -45,33 +42,6 @@ export const ON_PROGRESS_OPTION = option(
   null,
   { summary: 'load progress: `{type: file | verified | session | ready, ...}`, again on every worker restart', defaultText: 'none' },
 );
-
-/** createNodeGuard's own options (besides the guard's and the runtime's). */
-export const NODE_OPTIONS = group(
-  {
-    modelDir: MODEL_DIR_OPTION,
-    modelUrl: MODEL_URL_OPTION,
-    cacheDir: option(v.nullable(nonBlank('a directory path, or null')), null, {
-      summary: 'where files fetched from modelUrl are cached by SHA-256; null turns the cache off',
-      defaultText: '`$XDG_CACHE_HOME/edgearmor` or `~/.cache/edgearmor`',
-    }),
-    backend: BACKEND_OPTION,
-    backends: option(
-      v.custom<OrtBackend[]>((x) => Array.isArray(x), 'a list of backends'),
-      null,
-      { summary: 'alias of `backend` kept for existing callers: the backends to try, in order (e.g. `["node", "wasm"]`); give one of the two', defaultText: 'none' },
-    ),
-    onProgress: ON_PROGRESS_OPTION,
-    isolation: option(oneOf(['none', 'process']), 'none', {
-      summary:
-        "`process`: onnxruntime-node in a child process (status.backend `node-process`): a native crash or kill costs one check, not the host, and the host's event loop stays free (where no process can start: wasm in a worker thread, else here, with the reason); `none`: in this process",
-    }),
-  },
-  "createNodeGuard's own options",
-);
-
-/** createNodeGuard's own options as callers give them. */
-export type NodeShellOptions = OptionsInput<typeof NODE_OPTIONS>;
 
 const compiled = new WeakMap<OptionGroup, ReturnType<typeof compileOptions>>();
 

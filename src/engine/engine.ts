@@ -2,7 +2,7 @@
  * The proxy engine: turns a structured context and its ablation variants into action-token
  * log-probs (and attention rows for the full context) with one batched run of the model.
  */
-import { IntegrityError, InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
+import { BackendUnavailableError, IntegrityError, InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { maxFittingChars } from '../core/long-texts.js';
 import { validateRuntimeOptions, type ModelRuntimeOptions, type ScoringMode } from '../core/runtime-options.js';
 import type { Scorer, ScoreRequest } from '../core/scorer-port.js';
@@ -205,6 +205,8 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
     } catch (e) {
       // A model file that changed after it was verified is not a backend's failure: no other backend may read it.
       if (e instanceof IntegrityError) throw e;
+      // A runtime that is not installed is not the model's failure either: its error says what to install.
+      if (e instanceof BackendUnavailableError) throw e;
       throw new ModelLoadError(`could not create an onnxruntime session on backend "${options.backend}": ${(e as Error).message}`, {
         backend: options.backend,
       });

@@ -52,6 +52,44 @@ export interface OrtSessionOptions {
   externalData?: readonly ExternalDataFile[];
 }
 
+/**
+ * The onnxruntime-node release edgearmor is built and tested with (package.json's optional peer dependency):
+ * the same line as onnxruntime-web, so both share one onnxruntime-common.
+ */
+export const ONNXRUNTIME_NODE_VERSION = '1.30.0';
+
+/** The command that installs the native backend, as the error for its absence says it. */
+export const ONNXRUNTIME_NODE_INSTALL = `npm install onnxruntime-node@${ONNXRUNTIME_NODE_VERSION}`;
+
+/**
+ * Whether an import failed because the package itself is not installed, rather than because a file or
+ * binding inside it does not load (whose messages name that file). Follows `cause`: test runners and
+ * bundlers wrap a failed import in an error of their own.
+ */
+function isMissingPackage(error: unknown, name: string): boolean {
+  const missing = new RegExp(`Cannot find (package|module) '${name}'`);
+  for (let e = error, depth = 0; e !== null && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const message = (e as { message?: unknown }).message;
+    if (typeof message === 'string' && missing.test(message)) return true;
+  }
+  return false;
+}
+
+/** Why the native backend cannot run: not installed (an optional peer dependency), or installed with a binding that does not load. */
+function nativeUnavailable(error: unknown): BackendUnavailableError {
+  // With backend 'auto' the caller's next backend (wasm) takes over and this becomes the status's fallbackReason.
+  const fallback = "backend 'auto' runs the model on onnxruntime-web's WASM backend instead";
+  if (isMissingPackage(error, 'onnxruntime-node')) {
+    return new BackendUnavailableError(
+      `onnxruntime-node is not installed: it is an optional peer dependency of edgearmor, needed for the native CPU backend in Node; install it with \`${ONNXRUNTIME_NODE_INSTALL}\` (${fallback})`,
+      { backend: 'node', install: ONNXRUNTIME_NODE_INSTALL },
+      { cause: error },
+    );
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new BackendUnavailableError(`onnxruntime-node could not be loaded (${message}); the native CPU backend is unavailable (${fallback})`, { backend: 'node' }, { cause: error });
+}
+
 async function importOrt(backend: Backend): Promise<OrtModule> {
   // Import by backend so a browser bundle never pulls in the native binding and Node never the GPU build.
   switch (backend) {
@@ -59,8 +97,7 @@ async function importOrt(backend: Backend): Promise<OrtModule> {
       try {
         return (await import('onnxruntime-node')) as unknown as OrtModule;
       } catch (e) {
-        // A missing package or a native binding that does not load on this platform: the caller's next backend (wasm) takes over.
-        throw new BackendUnavailableError(`onnxruntime-node could not be loaded (${(e as Error).message}); the native CPU backend is unavailable, onnxruntime-web's WASM backend runs the model instead`, { backend: 'node' }, { cause: e });
+        throw nativeUnavailable(e);
       }
     case 'wasm':
       // package.json maps #ort-wasm to onnxruntime-web's Node build in Node and to its wasm-only build

@@ -12,9 +12,14 @@ import {
   hijackVars,
   type HijackGoal,
 } from './attacks.js';
-import { BANKING, EMAIL, TRAVEL } from './domains-a.js';
-import { CALENDAR } from './domains-calendar.js';
-import { CHAT, FILES, SHOPPING, WEB } from './domains-b.js';
+import { BANKING } from './domains/banking.js';
+import { CALENDAR } from './domains/calendar.js';
+import { CHAT } from './domains/chat.js';
+import { EMAIL } from './domains/email.js';
+import { FILES } from './domains/files.js';
+import { SHOPPING } from './domains/shopping.js';
+import { TRAVEL } from './domains/travel.js';
+import { WEB } from './domains/web.js';
 import { COMPANIES, EXTRA_REASONING, Picker, REASONING, SYSTEM_PROMPTS, USER_PREFIXES, USER_SUFFIXES, decapitalize, fill } from './pools.js';
 import { Rng } from './rng.js';
 import { TOOLS, toolSpec } from './tools.js';

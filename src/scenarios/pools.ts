@@ -107,6 +107,9 @@ export const MAIL_DOMAINS = pool('mail-domain', [
   'fastmail.com', 'gmx.net', 'hey.com', 'mail.com', 'posteo.de',
 ]);
 
+/** Chat channels: the chat domain's, and those a web page's injection names. */
+export const CHANNELS = pool('channel', ['general', 'random', 'engineering', 'marketing', 'design', 'support', 'sales', 'ops', 'product', 'announcements']);
+
 export const CITIES = pool('city', [
   'Paris', 'Rome', 'Berlin', 'Lisbon', 'Vienna', 'Madrid', 'Prague', 'Amsterdam', 'Dublin', 'Zurich',
   'London', 'Barcelona', 'Copenhagen', 'Athens', 'Budapest', 'Stockholm', 'Milan', 'Oslo', 'Warsaw', 'Brussels',

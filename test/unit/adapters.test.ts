@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  fromAnthropicMessages,
-  fromAnthropicToolUse,
-  fromOpenAIMessages,
-  fromOpenAIToolCall,
-  InvalidInputError,
-  normalizeTool,
-  normalizeTools,
-  parseGuardInput,
-} from '../../src/core/index.js';
+import { fromAnthropicMessages, fromAnthropicToolUse, fromOpenAIMessages, fromOpenAIToolCall, InvalidInputError } from '../../src/core/index.js';
+import { parseGuardInput } from '../../src/core/guard-input.js';
+import { normalizeTool, normalizeTools } from '../../src/core/tools.js';
 
 const SCHEMA = { type: 'object', properties: { amount: { type: 'number' } }, required: ['amount'] };
 

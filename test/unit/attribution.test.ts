@@ -1,20 +1,18 @@
 import { describe, expect, it } from 'vitest';
+import { InvalidInputError, resolveOptions } from '../../src/core/index.js';
 import {
   attributeWithOptions,
-  buildContext,
-  buildVariants,
   causalArmorRule,
   createCausalArmorRule,
   computeAttribution,
   createEdgeArmorRule,
-  DEFAULT_EDGEARMOR_RULE_OPTIONS,
-  InvalidInputError,
-  planCheck,
-  resolveOptions,
   ruleFromOptions,
   type ActionTokenPart,
-  type UntrustedSpan,
-} from '../../src/core/index.js';
+} from '../../src/core/attribution.js';
+import { buildContext, type UntrustedSpan } from '../../src/core/context.js';
+import { planCheck } from '../../src/core/judge.js';
+import { DEFAULT_EDGEARMOR_RULE_OPTIONS } from '../../src/core/options.js';
+import { buildVariants } from '../../src/core/variants.js';
 
 /** Spreads a total log-prob evenly over n tokens, so the sum is the seed's number and n is the real token count. */
 function tokens(total: number, n: number): number[] {

@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  buildContext,
-  buildVariants,
-  InvalidInputError,
-  InvalidOptionsError,
-  resolveOptions,
-  sharedPrefixLength,
-  type GuardInput,
-  type Message,
-} from '../../src/core/index.js';
+import { InvalidInputError, InvalidOptionsError, resolveOptions, type GuardInput, type Message } from '../../src/core/index.js';
+import { buildContext } from '../../src/core/context.js';
+import { buildVariants, sharedPrefixLength } from '../../src/core/variants.js';
 
 /** The cot-propagation seed's travel conversation: the agent's reasoning repeats the injection before the guard runs. */
 const MULTI_TURN: Message[] = [

@@ -5,7 +5,6 @@ import {
   deserializeError,
   DisposedError,
   EdgeArmorError,
-  ERROR_CODES,
   GuardAbortedError,
   GuardTimeoutError,
   InferenceError,
@@ -20,6 +19,7 @@ import {
   serializeError,
   WorkerCrashedError,
 } from '../../src/core/index.js';
+import { ERROR_CODES } from '../../src/core/errors.js';
 import { MindGuardError, resolveMindGuardOptions } from '../../src/core/mindguard/index.js';
 
 describe('error wire format', () => {

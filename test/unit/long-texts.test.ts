@@ -5,7 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createConductor } from '../../src/core/conductor.js';
-import { buildContext, parseGuardInput, resolveOptions } from '../../src/core/index.js';
+import { resolveOptions } from '../../src/core/index.js';
+import { buildContext } from '../../src/core/context.js';
+import { parseGuardInput } from '../../src/core/guard-input.js';
 import { cutLongTexts, maxFittingChars } from '../../src/core/long-texts.js';
 import type { Scorer, ScorerInfo, ScoreRequest } from '../../src/core/scorer-port.js';
 import { recordingScorer } from './recording-scorer.js';

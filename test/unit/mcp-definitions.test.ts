@@ -8,36 +8,28 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { definitionLines } from '../../src/cli/report.js';
 import {
-  approvePins,
-  blockingFindings,
-  canonicalJson,
-  comparePins,
   createToolPins,
-  definitionHash,
   deserializeError,
-  editDistance,
   explainVerdict,
-  findHiddenText,
   fromMcpToolDefinitions,
-  lookalike,
   mcpGuardInput,
   memoryPinStore,
-  nameCollisions,
-  parseGuardInput,
-  parsePins,
   PinStoreError,
   resolveOptions,
   reviewServers,
-  sanitizeHiddenText,
-  schemaAnomalies,
   serializeError,
-  serializePins,
-  sha256Hex,
-  shadowingFindings,
   verdictRecord,
   type DefinitionFinding,
   type ToolDefinition,
 } from '../../src/core/index.js';
+import { parseGuardInput } from '../../src/core/guard-input.js';
+import { canonicalJson, definitionHash } from '../../src/core/mcp-definitions/canonical.js';
+import { nameCollisions, schemaAnomalies, shadowingFindings } from '../../src/core/mcp-definitions/checks.js';
+import { findHiddenText, sanitizeHiddenText } from '../../src/core/mcp-definitions/hidden-text.js';
+import { editDistance, lookalike } from '../../src/core/mcp-definitions/names.js';
+import { approvePins, comparePins, parsePins, serializePins } from '../../src/core/mcp-definitions/pins.js';
+import { blockingFindings } from '../../src/core/mcp-definitions/policy.js';
+import { sha256Hex } from '../../src/core/mcp-definitions/sha256.js';
 
 const tool = (name: string, description: string, properties: Record<string, unknown> = {}): ToolDefinition => ({
   name,

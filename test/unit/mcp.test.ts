@@ -3,7 +3,9 @@
  * earlier call/response exchanges, in the specification's shapes, with typed errors for what is not.
  */
 import { describe, expect, it } from 'vitest';
-import { fromMcpToolResult, fromMcpToolsCall, fromMcpToolsList, InvalidInputError, mcpGuardInput, normalizeTools, parseGuardInput } from '../../src/core/index.js';
+import { fromMcpToolResult, fromMcpToolsCall, fromMcpToolsList, InvalidInputError, mcpGuardInput } from '../../src/core/index.js';
+import { parseGuardInput } from '../../src/core/guard-input.js';
+import { normalizeTools } from '../../src/core/tools.js';
 
 const LIST = {
   jsonrpc: '2.0',

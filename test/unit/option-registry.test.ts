@@ -1,6 +1,6 @@
 /**
  * The options are declared once (the guard's in src/core/option-registry.ts, the runtime's in
- * core/runtime-options.ts, the factories' own in core/shell-options.ts and page/options.ts): the
+ * core/runtime-options.ts, the factories' own in node/options.ts and page/options.ts): the
  * validators, the defaults, the types, the environment variables, the CLI flags and usage and the
  * tables of docs/options.md all come from those declarations.
  */
@@ -13,7 +13,7 @@ import { GUARD_FLAGS, guardOptionsFrom, optionFlagsUsage, variantFlag } from '..
 import { createGuard } from '../../src/page/create-guard.js';
 import { CLIENT_OPTIONS } from '../../src/page/options.js';
 import { RUNTIME_OPTIONS, type ModelRuntimeOptions } from '../../src/core/runtime-options.js';
-import { NODE_OPTIONS } from '../../src/core/shell-options.js';
+import { NODE_OPTIONS } from '../../src/node/options.js';
 import { createNodeGuard, type NodeGuardOptions } from '../../src/node.js';
 import { InvalidOptionsError } from '../../src/core/errors.js';
 import { EXTERNAL_OPTIONS, setOptionAt, type ExternalOption } from '../../src/core/option-sources.js';
@@ -42,6 +42,14 @@ describe('the option registry', () => {
     expect(withOptionsTable(page) === page, 'docs/options.md options table drifted from the registry: run npm run docs:options').toBe(true);
     for (const declaration of [GUARD_OPTIONS, RUNTIME_OPTIONS, NODE_OPTIONS, CLIENT_OPTIONS]) {
       for (const { path } of optionEntries(declaration)) expect(page).toContain(`| \`${path.join('.')}\` |`);
+    }
+  });
+
+  it('keeps the CLI\'s flags and the tables\' generator out of the shells: neither imports page, worker or Node-shell code', () => {
+    for (const file of ['src/cli/flags.ts', 'src/cli/options-table.ts']) {
+      const imports = [...readFileSync(join(import.meta.dirname, '../..', file), 'utf8').matchAll(/^import .* from '([^']+)';$/gm)].map((m) => m[1]!);
+      expect(imports.length, file).toBeGreaterThan(0);
+      expect(imports.filter((i) => /\/(page|worker|wire|node)\//.test(i)), file).toEqual([]);
     }
   });
 

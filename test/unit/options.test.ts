@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  DEFAULT_GUARD_OPTIONS,
-  GUARD_OPTIONS,
-  optionEntries,
-  InvalidOptionsError,
-  mergeOptions,
-  optionsFromEnv,
-  resolveOptions,
-  type GuardOptions,
-} from '../../src/core/index.js';
+import { DEFAULT_GUARD_OPTIONS, InvalidOptionsError, mergeOptions, optionsFromEnv, resolveOptions, type GuardOptions } from '../../src/core/index.js';
+import { GUARD_OPTIONS } from '../../src/core/option-registry.js';
+import { optionEntries } from '../../src/core/option-schema.js';
 
 describe('resolveOptions', () => {
   it('fills every option left out with its declared default', () => {

@@ -1,19 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  buildContext,
-  buildVariants,
-  causalArmorRule,
-  computeAttribution,
-  createEdgeArmorRule,
-  EdgeArmorError,
-  parseGuardInput,
-  resolveOptions,
-  type ActionTokenPart,
-  type GuardInput,
-  type JsonValue,
-  type UntrustedSpan,
-} from '../../src/core/index.js';
+import { EdgeArmorError, resolveOptions, type GuardInput, type JsonValue } from '../../src/core/index.js';
+import { causalArmorRule, computeAttribution, createEdgeArmorRule, type ActionTokenPart } from '../../src/core/attribution.js';
+import { buildContext, type UntrustedSpan } from '../../src/core/context.js';
+import { parseGuardInput } from '../../src/core/guard-input.js';
+import { buildVariants } from '../../src/core/variants.js';
 
 /** Runs per property; enough to find shape bugs while keeping `vitest run test/unit` fast. */
 const NUM_RUNS = 200;

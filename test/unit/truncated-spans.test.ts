@@ -4,7 +4,10 @@
  * The core's judge on hand-made scores (no model).
  */
 import { describe, expect, it } from 'vitest';
-import { buildContext, judge, parseGuardInput, planCheck, resolveOptions, type CheckScores, type GuardOptions } from '../../src/core/index.js';
+import { resolveOptions, type GuardOptions } from '../../src/core/index.js';
+import { buildContext } from '../../src/core/context.js';
+import { parseGuardInput } from '../../src/core/guard-input.js';
+import { judge, planCheck, type CheckScores } from '../../src/core/judge.js';
 import { truncatedSpans } from '../../src/core/judge.js';
 
 const INPUT = parseGuardInput({

@@ -1,16 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  buildContext,
-  InvalidInputError,
-  MAX_ACTION_ARGUMENTS_CHARS,
-  MAX_FIELD_CHARS,
-  MAX_MESSAGES,
-  MAX_SPANS,
-  parseGuardInput,
-  resolveOptions,
-} from '../../src/core/index.js';
+import { InvalidInputError, MAX_ACTION_ARGUMENTS_CHARS, MAX_FIELD_CHARS, MAX_MESSAGES, MAX_SPANS, resolveOptions } from '../../src/core/index.js';
+import { buildContext } from '../../src/core/context.js';
+import { parseGuardInput } from '../../src/core/guard-input.js';
 import { requirement } from '../requirements.js';
 
 // ../shared beside the checkout, as on every developer's machine and in CI.

@@ -7,7 +7,10 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { VERDICT_RECORD_SCHEMA_VERSION, verdictRecord } from '../../src/cli/edgearmor.js';
-import { buildContext, ContextTooLongError, judge, judgeFailure, parseGuardInput, planCheck, resolveOptions, type CheckScores } from '../../src/core/index.js';
+import { ContextTooLongError, resolveOptions } from '../../src/core/index.js';
+import { buildContext } from '../../src/core/context.js';
+import { parseGuardInput } from '../../src/core/guard-input.js';
+import { judge, judgeFailure, planCheck, type CheckScores } from '../../src/core/judge.js';
 
 const PAGE = readFileSync(fileURLToPath(new URL('../../docs/verdict.md', import.meta.url)), 'utf8');
 

@@ -1,6 +1,6 @@
-/** The calendar domain of the scenario generator (split from domains-a.ts to keep files small). */
-import { pool } from './pools.js';
-import { date, distinctInts, goal, hhmm, people, person, say, type Domain, type Scenario } from './world.js';
+/** The calendar domain of the scenario generator: a day's events. */
+import { pool } from '../pools.js';
+import { date, distinctInts, goal, hhmm, people, person, say, type Domain, type Scenario } from '../world.js';
 
 const EVENT_TITLES = pool('event-title', ['Design review', 'Sprint planning', '1:1 with manager', 'Client call', 'Lunch with team', 'Budget sync', 'Dentist', 'Board prep', 'Yoga class', 'Interview panel', 'Vendor demo', 'Retro', 'Coffee chat', 'All-hands', 'Roadmap workshop']);
 
