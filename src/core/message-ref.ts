@@ -8,6 +8,11 @@ export function messageRef(index: number): string {
   return `messages[${index}]`;
 }
 
+/** One tool call of an assistant message, counted from 0 as its array is: `messages[1].tool_calls[0]`. */
+export function callRef(messageIndex: number, callIndex: number): string {
+  return `${messageRef(messageIndex)}.tool_calls[${callIndex}]`;
+}
+
 /** Several messages: `messages[2], messages[4]`. */
 export function messageRefs(indexes: readonly number[]): string {
   return indexes.map(messageRef).join(', ');
