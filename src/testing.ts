@@ -160,7 +160,7 @@ export async function checkInPage(page: PageLike, input: unknown): Promise<Verdi
 }
 
 function describeVerdict(v: Verdict): string {
-  const spans = v.flagged.map((f) => `${f.toolName ?? 'tool'}@${f.messageIndex}`).join(', ') || 'none';
+  const spans = v.flagged.map((f) => `${f.toolName ?? 'tool'} messages[${f.messageIndex}]`).join(', ') || 'none';
   // The verdict's message ends with a full stop; callers add their own after this summary.
   return `decision=${v.decision}, reason=${v.reason}, flagged=[${spans}], score=${v.score ?? 'null'}${v.message ? `; ${v.message.replace(/\.$/, '')}` : ''}`;
 }

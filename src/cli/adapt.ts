@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { adaptAdvice } from '../adapt/advice.js';
 import type { AdaptProgress, AdaptReport } from '../adapt/adapt.js';
 import { judgeFamiliarity } from '../core/familiarity.js';
+import { callRef } from '../core/message-ref.js';
 import { TRAFFIC_FORMATS, type TrafficFormat } from '../adapt/traffic.js';
 import type { OperatingPoint } from '../core/calibration.js';
 import { fail } from './flags.js';
@@ -64,7 +65,7 @@ export function reportTable(r: AdaptReport, out: string): string {
     t.screen === 'off'
       ? `not screened (--screen off): ${t.usedConversations} conversations used`
       : `screened with the base guard at ${t.screen === 'default' ? 'its shipped point' : 'its point recalibrated on the held-out traffic'} (w ${t.screenPoint.userWeight}, tau ${t.screenPoint.tau}): ${t.usedConversations} conversations, ${t.blockedCalls.length} calls blocked and left out; ${t.unscreenedConversations} conversations not screened in the budget (not used)`,
-    ...t.blockedCalls.slice(0, 10).map((b) => `  left out: line ${b.line} (${b.conversation}), message ${b.messageIndex} call ${b.callIndex} -> ${b.tool}`),
+    ...t.blockedCalls.slice(0, 10).map((b) => `  left out: line ${b.line} (${b.conversation}), ${callRef(b.messageIndex, b.callIndex)} -> ${b.tool}`),
     ...(t.blockedCalls.length > 10 ? [`  ... and ${t.blockedCalls.length - 10} more (adapt-report.json lists them)`] : []),
     `training: ${r.minutes.train.toFixed(1)} min, ${training.steps_done ?? '?'} steps, ${training.tokens_seen ?? '?'} tokens, best step ${training.best_step ?? '?'} by held-out loss`,
     `held-out traffic: ${h.cases} checks (${h.injected} planted injections followed, ${h.benign} benign: ${h.realCalls} real calls and ${h.benign - h.realCalls} ignored injections), families ${h.families}`,

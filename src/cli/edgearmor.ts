@@ -14,6 +14,7 @@ import { callSites, readTraffic, TRAFFIC_FORMATS, type TrafficFormat } from '../
 import { problemLines, readCases, refuseCases, validatedInput, type CaseFileProblem, type NumberedCase } from './case-file.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, optionFlagsUsage, REMOTE_PROXY_USAGE, variantFlag, withNegativeNumbers } from './flags.js';
 import { verdictRecord } from '../core/verdict-record.js';
+import { callRef } from '../core/message-ref.js';
 import type { HubTreeEntry } from '../engine/files-node.js';
 import { adaptHint, explainVerdict, modelOptionsLine, verdictTable } from './report.js';
 import { PULL_USAGE } from './pull.js';
@@ -159,7 +160,7 @@ function trafficCases(file: string, options: ResolvedGuardOptions, format?: Traf
   const problems: CaseFileProblem[] = [];
   const cases = sitesOf.flatMap(({ conversation, sites }) =>
     sites.flatMap((site) => {
-      const id = `${conversation.id} message ${site.messageIndex}${site.callIndex > 0 ? ` call ${site.callIndex + 1}` : ''}`;
+      const id = `${conversation.id} ${callRef(site.messageIndex, site.callIndex)}`;
       try {
         validatedInput(site.input, options);
         return [{ id, input: site.input }];

@@ -8,6 +8,7 @@
  */
 import { flaggedByCallSentences } from '../core/attribution.js';
 import { explainVerdict, verdictFindings, verdictHeadline } from '../core/explain.js';
+import { messageRef, messageRefs } from '../core/message-ref.js';
 import type { DefinitionFinding } from '../core/mcp-definitions/types.js';
 import type { ModelOptionsStatus } from '../core/model-options.js';
 import type { GuardInput } from '../core/types.js';
@@ -85,11 +86,11 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
     const label =
       FIXED_LABELS[x.id] ??
       (span
-        ? `without ${span.toolName ?? 'tool'} result, msg ${span.messageIndex} (dS)`
+        ? `without ${span.toolName ?? 'tool'} result, ${messageRef(span.messageIndex)} (dS)`
         : sentences
-          ? `without its sentences naming the call, msg ${sentences.messageIndex} (dC)`
+          ? `without its sentences naming the call, ${messageRef(sentences.messageIndex)} (dC)`
           : group
-            ? `without results msg ${group.messageIndexes.join(', ')}: ${group.reasons.join(', ')} (dG)`
+            ? `without results ${messageRefs(group.messageIndexes)}: ${group.reasons.join(', ')} (dG)`
             : x.id);
     const spanFlagged = span !== undefined && span.flagged && !flaggedByCallSentences(span);
     const flag = spanFlagged
@@ -124,17 +125,17 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
     const w = v.windows;
     const parts = w.judged.map((j, k) => {
       const cut = j.cutDescriptions.length > 0 ? ` (cut to fit: ${j.cutDescriptions.join(', ')})` : '';
-      return `window ${k + 1}: results ${j.messages.length > 0 ? `msg ${j.messages.join(', ')}` : '-'}, descriptions ${j.tools.join(', ')}${cut}`;
+      return `window ${k + 1}: results ${j.messages.length > 0 ? messageRefs(j.messages) : '-'}, descriptions ${j.tools.join(', ')}${cut}`;
     });
-    const missing = [...w.notJudged.messages.map((i) => `msg ${i}`), ...w.notJudged.tools];
+    const missing = [...w.notJudged.messages.map(messageRef), ...w.notJudged.tools];
     lines.push(`  scored in ${w.count} windows, ${w.passes} passes; ${parts.join('; ')}${missing.length > 0 ? `; NOT JUDGED (maxPasses): ${missing.join(', ')}` : ''}`);
   }
   if (v.truncation) {
     const kept = v.truncation.keptCallSentences ?? {};
     const cut = Object.entries(v.truncation.shortenedMessages).map(
-      ([msg, tokens]) => `msg ${msg} lost ${tokens} tokens${kept[Number(msg)] ? ` (kept ${kept[Number(msg)]} sentences naming the call)` : ''}`,
+      ([msg, tokens]) => `${messageRef(Number(msg))} lost ${tokens} tokens${kept[Number(msg)] ? ` (kept ${kept[Number(msg)]} sentences naming the call)` : ''}`,
     );
-    for (const [msg, chars] of Object.entries(v.truncation.charsCutBeforeTokenizing ?? {})) cut.push(`msg ${msg} lost ${chars} characters before tokenizing`);
+    for (const [msg, chars] of Object.entries(v.truncation.charsCutBeforeTokenizing ?? {})) cut.push(`${messageRef(Number(msg))} lost ${chars} characters before tokenizing`);
     if (v.truncation.droppedToolDefinitions) cut.unshift('tool definitions dropped');
     lines.push(`  truncated to fit the proxy's context window: ${cut.join('; ')}`);
   }

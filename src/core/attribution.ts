@@ -1,4 +1,5 @@
 import { InvalidInputError } from './errors.js';
+import { messageRef } from './message-ref.js';
 import type { UntrustedSpan } from './context.js';
 import type { ResolvedGuardOptions, ResolvedEdgeArmorRuleOptions } from './options.js';
 import type { GroupReason } from './groups.js';
@@ -298,7 +299,7 @@ export function computeAttribution(input: AttributionInput, options: Attribution
   const floor = options.noiseFloor ?? -Infinity;
   const spans: SpanAttribution[] = input.spans.map((span) => {
     const v = byId.get(`no-span:${span.id}`);
-    if (v === undefined) throw new InvalidInputError(`variants: missing "no-span:${span.id}" for the span at message ${span.messageIndex}.`, { variant: `no-span:${span.id}` });
+    if (v === undefined) throw new InvalidInputError(`variants: missing "no-span:${span.id}" for the span at ${messageRef(span.messageIndex)}.`, { variant: `no-span:${span.id}` });
     const out = options.rule({ user: noUser.deltas, span: v.deltas, tau: options.tau });
     const attribution: SpanAttribution = {
       spanId: span.id,

@@ -1,5 +1,6 @@
 import { ContextTooLongError, GuardAbortedError, InvalidInputError, serializeError, type WireError } from './errors.js';
 import { maskAssistantTextAfter } from './context.js';
+import { messageRef } from './message-ref.js';
 import type { FlaggedSpan } from './attribution.js';
 import type { ResolvedDefenseOptions, ResolvedGuardOptions } from './options.js';
 import type { GuardInput, JsonValue, Message, ToolCall } from './types.js';
@@ -245,7 +246,7 @@ function throwIfAborted(signal: DefenseCallbacks['signal']): void {
 }
 
 function describeSpans(spans: readonly FlaggedSpan[]): string {
-  return spans.map((s) => `${s.toolName ?? 'unnamed tool'} (message ${s.messageIndex})`).join(', ');
+  return spans.map((s) => `${s.toolName ?? 'unnamed tool'} (${messageRef(s.messageIndex)})`).join(', ');
 }
 
 /** Runs the defense when the verdict flagged spans: sanitise flagged spans in parallel, mask reasoning after the earliest one, drop trailing assistant messages, regenerate and re-check (bounded); blocks when no safe call remains. */
@@ -275,7 +276,7 @@ export async function runDefense(input: GuardInput, verdict: Verdict, options: P
   for (const span of flagged) {
     const m = input.messages[span.messageIndex];
     if (m === undefined || m.role !== 'tool') {
-      throw new InvalidInputError(`verdict.flagged: span ${span.spanId} points at message ${span.messageIndex}, which is ${m === undefined ? 'missing' : `a ${m.role} message`}; flagged spans are tool messages.`);
+      throw new InvalidInputError(`verdict.flagged: span ${span.spanId} points at ${messageRef(span.messageIndex)}, which is ${m === undefined ? 'missing' : `a ${m.role} message`}; flagged spans are tool messages.`);
     }
   }
 

@@ -4,6 +4,7 @@
  * the call to), a short headline reason, and a plain-language explanation.
  */
 import { flaggedByCallSentences } from './attribution.js';
+import { messageRef, messageRefs } from './message-ref.js';
 import type { GuardInput } from './types.js';
 import type { Verdict } from './verdict.js';
 
@@ -37,20 +38,20 @@ export function verdictFindings(v: Verdict): VerdictFinding[] {
     const tool = s.toolName ?? 'tool';
     // Flagged by its sentences that name the call alone (a long result whose other text pulls the call the other way).
     const removed = flaggedByCallSentences(s)
-      ? `Removing the sentences of the ${tool} result (message ${s.messageIndex}) that name the call ${removalEffect(s.callSentences!.normalizedDelta)} (the whole result: ${num(s.normalizedDelta)})`
-      : `Removing the ${tool} result (message ${s.messageIndex}) ${removalEffect(s.normalizedDelta)}`;
+      ? `Removing the sentences of the ${tool} result (${messageRef(s.messageIndex)}) that name the call ${removalEffect(s.callSentences!.normalizedDelta)} (the whole result: ${num(s.normalizedDelta)})`
+      : `Removing the ${tool} result (${messageRef(s.messageIndex)}) ${removalEffect(s.normalizedDelta)}`;
     out.push({
       kind: 'result',
-      label: `injected tool result: ${tool} result, msg ${s.messageIndex}`,
+      label: `injected tool result: ${tool} result, ${messageRef(s.messageIndex)}`,
       sentence: `${removed}, against ${num(a!.user.normalizedDelta)} for removing the user's request: that tool result, not the user, drives the call (an injected tool result).`,
     });
   }
   for (const g of a?.groups.filter((x) => x.flagged) ?? []) {
-    const which = `messages ${g.messageIndexes.join(', ')}`;
+    const which = messageRefs(g.messageIndexes);
     const why = g.reasons.includes('duplicate') ? 'the same text arrives more than once' : g.reasons.includes('same-tool') ? 'results of one tool' : 'every untrusted result';
     out.push({
       kind: 'group',
-      label: `injected through results together: msg ${g.messageIndexes.join(', ')} (${g.reasons.join(', ')})`,
+      label: `injected through results together: ${which} (${g.reasons.join(', ')})`,
       sentence:
         `Removing the tool results in ${which} together (${why}) ${removalEffect(g.normalizedDelta)}, ` +
         `against ${num(g.userDeltas.whole)} for removing the user's request${g.baseline === 'deduplicated' ? ' (both measured as if each repeated result had arrived once)' : ''}${
@@ -154,7 +155,7 @@ function explainModelVerdict(input: GuardInput, v: Verdict): string {
   const user = `removing the user's request ${removalEffect(a.user.normalizedDelta, 'its')}`;
   return (
     (top
-      ? `${decided}: the user's request explains ${call}: ${user}; removing the tool result that matters most (${top.toolName ?? 'tool'}, message ${top.messageIndex}) ${removalEffect(top.normalizedDelta, 'its')}, within the rule's margin.`
+      ? `${decided}: the user's request explains ${call}: ${user}; removing the tool result that matters most (${top.toolName ?? 'tool'}, ${messageRef(top.messageIndex)}) ${removalEffect(top.normalizedDelta, 'its')}, within the rule's margin.`
       : `${decided}: ${user}, and no tool result or description moves it past the rule.`) + windows
   );
 }
@@ -163,7 +164,7 @@ function explainModelVerdict(input: GuardInput, v: Verdict): string {
 export function windowsSentence(v: Pick<Verdict, 'windows'>): string {
   const w = v.windows;
   if (!w) return '';
-  const missing = [...w.notJudged.messages.map((i) => `tool result ${i}`), ...w.notJudged.tools.map((t) => `the description of ${t}`)];
+  const missing = [...w.notJudged.messages.map((i) => `the tool result ${messageRef(i)}`), ...w.notJudged.tools.map((t) => `the description of ${t}`)];
   return (
     ` The conversation did not fit the proxy's window, so it was scored in ${w.count} windows (${w.passes} passes), each tool result and description in one of them against that window's own user delta.` +
     (missing.length > 0 ? ` Not judged (maxPasses reached): ${missing.join(', ')}.` : '')

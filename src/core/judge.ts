@@ -7,6 +7,7 @@
 import { attributeWithOptions, ruleFromOptions, type ActionTokenPart, type AttributionResult } from './attribution.js';
 import type { StructuredContext } from './context.js';
 import { ContextTooLongError } from './errors.js';
+import { messageRefs } from './message-ref.js';
 import { analyzeMindGuard } from './mindguard/index.js';
 import type { MindGuardVerdict } from './mindguard/types.js';
 import { nameStrongParts } from './named-parts.js';
@@ -133,7 +134,7 @@ export function judge(input: JudgeInput): Verdict {
   const droppedTools = options.truncatedSpans === 'fail' && cut.droppedToolDefinitions;
   if (cutSpans.length > 0 || droppedTools) {
     const what = [
-      ...(cutSpans.length > 0 ? [`untrusted tool results were cut to fit the context window (messages ${cutSpans.join(', ')})`] : []),
+      ...(cutSpans.length > 0 ? [`untrusted tool results were cut to fit the context window (${messageRefs(cutSpans)})`] : []),
       ...(droppedTools ? ['the tool definitions were dropped to fit the context window'] : []),
     ];
     const error = new ContextTooLongError(

@@ -12,6 +12,7 @@
  */
 import type { StructuredContext } from './context.js';
 import { ContextTooLongError } from './errors.js';
+import { messageRef } from './message-ref.js';
 import { callSnippets, callTerms } from './sentence-cut.js';
 
 /** A context with its long texts cut, and what was cut. */
@@ -74,7 +75,7 @@ export async function cutLongTexts(context: StructuredContext, maxChars: number,
       continue;
     }
     if (m.role === 'user') {
-      throw new ContextTooLongError(`message ${i} (a user turn, never cut) has ${m.content.length} characters, more than any text that fits the model's ${budgetTokens} tokens`, {
+      throw new ContextTooLongError(`${messageRef(i)} (a user turn, never cut) has ${m.content.length} characters, more than any text that fits the model's ${budgetTokens} tokens`, {
         messageIndex: i,
         chars: m.content.length,
         maxContextTokens: budgetTokens,

@@ -12,6 +12,8 @@ import type { GuardProgress, GuardStatus } from '../core/guard-api.js';
 import type { Verdict } from '../core/verdict.js';
 import { explainVerdict, verdictFindings, verdictHeadline } from '../core/explain.js';
 import { familiarityLine } from '../core/familiarity.js';
+import { messageRef } from '../core/message-ref.js';
+import { DEFAULT_GUARD_OPTIONS } from '../core/options.js';
 import { fromMcpToolDefinitions } from '../core/mcp.js';
 import { reviewServers, type DefinitionFinding } from '../core/mcp-definitions/index.js';
 import { DOMAINS, findCase, type GuardCase, type Message, type ScenarioPick, type ToolCall } from '../scenarios/index.js';
@@ -27,6 +29,12 @@ interface Conversation {
 }
 
 const MAX_SCENARIO_SEARCH = 5000;
+/**
+ * The defense redacts a sentence of a flagged result when removing it alone lowers the call's log-probability by more
+ * than the rule's margin (-tau, per action token): the sentences that drove the call. The library's default (any
+ * positive delta) also strikes benign sentences whose removal moves the call by noise.
+ */
+const DRIVING_SENTENCE_DELTA = -DEFAULT_GUARD_OPTIONS.tau;
 // The agent "types": a short pause between messages so the replay reads as a conversation.
 const MESSAGE_DELAY_MS = 120;
 
@@ -94,6 +102,7 @@ const guard = createGuard({
   backend,
   wasmPaths: ortWasmPaths(),
   ...(threads !== null ? { wasmThreads: Number(threads) } : {}),
+  defense: { sentenceDeltaThreshold: DRIVING_SENTENCE_DELTA },
   onProgress,
 });
 demo.guard = guard;
@@ -177,10 +186,11 @@ function renderVerdict(v: Verdict, input: Conversation): void {
   el.dataset['decision'] = v.decision;
   el.dataset['detected'] = String(v.detected);
   const findings = v.reason === 'model' ? verdictFindings(v) : [];
-  // Words, not emoji: the decision reads the same on systems without an emoji font.
+  // Words, not emoji: the decision reads the same on systems without an emoji font. The line names the call checked;
+  // the findings, when the model made any, are the reason (the headline would only repeat them).
   el.replaceChildren(
-    h('p', { class: `decision ${v.decision}` }, h('strong', { class: 'badge' }, v.decision === 'block' ? 'Blocked' : 'Allowed'), ` ${verdictHeadline(v, findings)}`),
-    ...(findings.length ? [h('ul', { class: 'findings' }, ...findings.map((f) => h('li', { 'data-kind': f.kind }, f.label)))] : []),
+    h('p', { class: `decision ${v.decision}` }, h('strong', { class: 'badge' }, v.decision === 'block' ? 'Blocked' : 'Allowed'), ' ', h('code', { class: 'call', id: 'verdict-call' }, callText(input.action))),
+    findings.length ? h('ul', { class: 'findings' }, ...findings.map((f) => h('li', { 'data-kind': f.kind }, f.label))) : h('p', { class: 'headline' }, verdictHeadline(v, findings)),
     ...(v.toolDefinitions?.length
       ? [
           h(
@@ -215,10 +225,22 @@ async function renderSpan(input: Conversation, v: Verdict, defense: DefenseResul
   const deltas = ranges.length ? await guard.scoreSentenceAblations(input, target.messageIndex, sentenceAblations(text, ranges)) : [];
   timings['sentence attribution (page)'] = performance.now() - t0;
   const sanitized = defense.sanitizedSpans.find((s) => s.messageIndex === target.messageIndex);
-  const redacted = new Set<number>();
-  if (sanitized) ranges.forEach((r, i) => !sanitized.after.includes(text.slice(r.start, r.end)) && redacted.add(i));
-  const caption = `${target.flagged ? 'Flagged' : 'Most influential (not flagged)'}: ${target.toolName ?? 'tool'} result, message ${target.messageIndex}`;
-  $('span').replaceChildren(sentenceShading(text, ranges, deltas, redacted, caption));
+  const redacted = sanitized ? removedSentences(text, ranges, sanitized.after) : new Set<number>();
+  const caption = `${target.flagged ? 'Flagged' : 'Most influential (not flagged)'}: ${target.toolName ?? 'tool'} result, ${messageRef(target.messageIndex)}`;
+  $('span').replaceChildren(sentenceShading(text, ranges, deltas, redacted, caption, DRIVING_SENTENCE_DELTA));
+}
+
+/** The sentences the defense took out of `text`: those not found, in order, in what it left (`after`). */
+function removedSentences(text: string, ranges: readonly SentenceRange[], after: string): Set<number> {
+  const removed = new Set<number>();
+  let cursor = 0;
+  ranges.forEach((r, i) => {
+    // In order, so a sentence kept further on (or a repeated one) does not hide one that was removed here.
+    const at = after.indexOf(text.slice(r.start, r.end), cursor);
+    if (at < 0) removed.add(i);
+    else cursor = at + (r.end - r.start);
+  });
+  return removed;
 }
 
 function renderDefense(d: DefenseResult): void {

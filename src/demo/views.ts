@@ -6,6 +6,7 @@
 import type { Verdict } from '../core/verdict.js';
 import type { MindGuardVerdict } from '../core/mindguard/types.js';
 import type { SentenceRange } from '../core/defense.js';
+import { messageRef } from '../core/message-ref.js';
 import { DEFAULT_GUARD_OPTIONS } from '../core/options.js';
 
 /** Okabe-Ito colours. */
@@ -67,7 +68,7 @@ function bars(verdict: Verdict, beforeToolResults: boolean): Bar[] {
   const spanLine = a.rule === 'causalarmor' ? (a.userWeight ?? 1) * a.user.normalizedDelta - a.tau : null;
   const toolLine = a.rule === 'causalarmor' ? descriptionThreshold(a.user.normalizedDelta, a.tau, beforeToolResults) : null;
   const out: Bar[] = [{ label: 'user request', value: a.user.normalizedDelta, kind: 'user', flagged: false, threshold: null }];
-  for (const span of a.spans) out.push({ label: `${span.toolName ?? 'tool'} result (msg ${span.messageIndex})`, value: span.normalizedDelta, kind: 'span', flagged: span.flagged, threshold: spanLine });
+  for (const span of a.spans) out.push({ label: `${span.toolName ?? 'tool'} result, ${messageRef(span.messageIndex)}`, value: span.normalizedDelta, kind: 'span', flagged: span.flagged, threshold: spanLine });
   for (const t of verdict.toolPoisoning?.leaveOneOut?.tools ?? []) out.push({ label: `${t.tool} description`, value: t.normalizedDelta, kind: 'tool', flagged: t.flagged, threshold: toolLine });
   return out;
 }
@@ -89,7 +90,8 @@ export function attributionChart(verdict: Verdict, options: { beforeToolResults?
   const lo = Math.min(...values);
   const hi = Math.max(...values);
   const span = hi - lo || 1;
-  const labelW = 190;
+  // Room for "get_hotel_reviews result, messages[12]" at 11 px.
+  const labelW = 230;
   const plotW = 260;
   const rowH = 26;
   const top = 22;
@@ -147,8 +149,8 @@ export function attributionChart(verdict: Verdict, options: { beforeToolResults?
   return h('figure', {}, svg as unknown as Node, key, h('details', {}, h('summary', {}, 'Show as a table'), table));
 }
 
-/** The span's text with each sentence shaded by its leave-one-out delta; redacted sentences struck through. */
-export function sentenceShading(text: string, ranges: readonly SentenceRange[], deltas: readonly number[], redacted: ReadonlySet<number>, caption: string): HTMLElement {
+/** The span's text with each sentence shaded by its leave-one-out delta; redacted sentences struck through; `redactAbove` is the defense's bar, for the legend. */
+export function sentenceShading(text: string, ranges: readonly SentenceRange[], deltas: readonly number[], redacted: ReadonlySet<number>, caption: string, redactAbove: number): HTMLElement {
   const max = Math.max(1e-9, ...deltas.filter(Number.isFinite).map(Math.abs));
   const p = h('p', { class: 'span-text' });
   let cursor = 0;
@@ -161,6 +163,7 @@ export function sentenceShading(text: string, ranges: readonly SentenceRange[], 
       {
         class: `sentence${redacted.has(i) ? ' redacted' : ''}`,
         tabindex: '0',
+        'data-delta': String(d),
         style: `background-color: rgba(230, 159, 0, ${(0.08 + 0.82 * alpha).toFixed(2)})`,
         'aria-label': `Sentence ${i + 1}, delta ${fmt(d)}${redacted.has(i) ? ', redacted by the defense' : ''}: ${text.slice(r.start, r.end)}`,
         title: `Δ ${fmt(d)}${redacted.has(i) ? ' (redacted)' : ''}`,
@@ -172,8 +175,14 @@ export function sentenceShading(text: string, ranges: readonly SentenceRange[], 
     cursor = r.end;
   });
   if (cursor < text.length) p.append(text.slice(cursor));
-  const legend = h('p', { class: 'legend' }, 'Darker orange = removing the sentence lowers the call’s log-probability more (number after each sentence); ', h('span', { class: 'redacted' }, 'struck through'), ' = redacted by the defense.');
-  return h('figure', {}, h('figcaption', {}, caption), p, legend);
+  const legend = h(
+    'p',
+    { class: 'legend' },
+    'Darker orange = removing the sentence lowers the call’s log-probability more (number after each sentence); ',
+    h('span', { class: 'redacted' }, 'struck through'),
+    ` = redacted by the defense: removing it alone lowers the call’s log-probability by more than ${fmt(redactAbove)} a token.`,
+  );
+  return h('figure', { 'data-redact-above': String(redactAbove) }, h('figcaption', {}, caption), p, legend);
 }
 
 const KIND_COLOR: Record<string, string> = {
@@ -253,28 +262,36 @@ function viridisish(t: number): string {
   return `rgb(${c.join(',')})`;
 }
 
-/** The attention heatmap as a table: rows = action tokens, columns = source vertices. */
+/**
+ * The attention heatmap as a table: rows = action tokens, columns = source vertices. Column names run vertically so a
+ * dozen tools fit a card; more scroll inside the wrapper, a focusable region, with the caption outside it.
+ */
 export function heatmap(mg: MindGuardVerdict): HTMLElement {
   const { sources, rows } = mg.heatmap;
   const labels = new Map(mg.nodes.map((n) => [n.id, n.label]));
   const max = Math.max(1e-12, ...rows.flatMap((r) => r.bySource));
+  const captionId = `heatmap-caption-${Math.random().toString(36).slice(2)}`;
   return h(
-    'div',
-    { class: 'heatmap-wrap' },
+    'figure',
+    { class: 'heatmap-figure' },
+    h('figcaption', { id: captionId }, 'Attention of each action token to each source (darker blue = less, yellow = more)'),
     h(
-      'table',
-      { class: 'heatmap' },
-      h('caption', {}, 'Attention of each action token to each source (darker blue = less, yellow = more)'),
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'token (target)'), ...sources.map((id) => h('th', { scope: 'col' }, labels.get(id) ?? id)))),
+      'div',
+      { class: 'heatmap-wrap', role: 'region', tabindex: '0', 'aria-labelledby': captionId },
       h(
-        'tbody',
-        {},
-        ...rows.map((r) =>
-          h(
-            'tr',
-            {},
-            h('th', { scope: 'row' }, `#${r.row} ${r.target ?? '—'}`),
-            ...r.bySource.map((v) => h('td', { style: `background:${viridisish(v / max)};color:${v / max > 0.6 ? '#000' : '#fff'}`, title: v.toPrecision(3) }, v.toFixed(2))),
+        'table',
+        { class: 'heatmap', 'aria-labelledby': captionId },
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'token (target)'), ...sources.map((id) => h('th', { scope: 'col', class: 'source' }, h('span', {}, labels.get(id) ?? id))))),
+        h(
+          'tbody',
+          {},
+          ...rows.map((r) =>
+            h(
+              'tr',
+              {},
+              h('th', { scope: 'row' }, `#${r.row} ${r.target ?? '—'}`),
+              ...r.bySource.map((v) => h('td', { style: `background:${viridisish(v / max)};color:${v / max > 0.6 ? '#000' : '#fff'}`, title: v.toPrecision(3) }, v.toFixed(2))),
+            ),
           ),
         ),
       ),

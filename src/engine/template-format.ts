@@ -25,6 +25,7 @@ import type { Message, MessageToolCall, ToolSpec } from '../core/types.js';
 import { callJson, formatJson } from './chat-format.js';
 import { dropCallSentenceIds, truncateToFit, type ActionLayout, type ContextLayout, type EncodedCall } from './call-encoding.js';
 import { callTerms } from '../core/sentence-cut.js';
+import { messageRef } from '../core/message-ref.js';
 import type { ProxyTokenizer, TemplateMessage } from './tokenizer.js';
 
 const WORD_JOINER = '\u2060';
@@ -268,8 +269,8 @@ function templateRenderer(tokenizer: ProxyTokenizer, context: StructuredContext,
       const templateText = text.replace(sentinelPattern, '\n');
       const missing: string[] = [];
       context.messages.forEach((m, i) => {
-        if (m.content !== '' && !present.has(i)) missing.push(`message ${i} (${m.role})`);
-        for (const c of m.tool_calls ?? []) if (!appearsIn(templateText, neutralizeControls(c.name, controls))) missing.push(`the call to "${c.name}" in message ${i}`);
+        if (m.content !== '' && !present.has(i)) missing.push(`${messageRef(i)} (${m.role})`);
+        for (const c of m.tool_calls ?? []) if (!appearsIn(templateText, neutralizeControls(c.name, controls))) missing.push(`the call to "${c.name}" in ${messageRef(i)}`);
       });
       if (!toolsDropped) {
         for (const t of context.tools) {

@@ -76,7 +76,7 @@ function mistakes(records: readonly CaseRecord[], method: string): string {
   const { falsePositives, falseNegatives } = topMistakes(records, method, 10);
   const row = (rec: CaseRecord) => {
     const r = rec.results[method]!;
-    const deltas = r.spans.map((s) => `${s.flagged ? '<b>' : ''}msg ${s.messageIndex}${s.toolName ? ` ${escapeHtml(s.toolName)}` : ''}: ${f(s.delta)}${s.flagged ? '</b>' : ''}`).join('<br>');
+    const deltas = r.spans.map((s) => `${s.flagged ? '<b>' : ''}messages[${s.messageIndex}]${s.toolName ? ` ${escapeHtml(s.toolName)}` : ''}: ${f(s.delta)}${s.flagged ? '</b>' : ''}`).join('<br>');
     return `<tr><td>${escapeHtml(rec.id)}</td><td>${escapeHtml(rec.suite)}</td><td>${escapeHtml(rec.attack)}</td><td>${escapeHtml(rec.action)}</td><td>${f(r.score)}</td><td>${f(r.userDelta)}</td><td>${deltas || '—'}</td><td>${escapeHtml(rec.injectedIn.join(', ') || rec.poisonedTool || '—')}</td></tr>`;
   };
   const table = (title: string, list: CaseRecord[]) =>

@@ -136,7 +136,7 @@ describe.skipIf(!CAN_RUN)('the MV3 example extension in Chromium', () => {
       const current = (await popup.locator('#current').textContent()) ?? '';
       expect(current).toContain(injected.decision === 'block' ? 'Blocked' : 'Allowed');
       expect(current).toContain(`Why: ${injected.headline}`);
-      if (HAS_REAL_MODEL) expect(current).toContain('Span: read_page result, msg 2');
+      if (HAS_REAL_MODEL) expect(current).toContain('Span: read_page result, messages[2]');
       // Whether the proxy knows the agent: the guard's count over both checks, as the service worker stored it.
       const familiarity = await sw.evaluate(async () => (await (globalThis as unknown as { chrome: { storage: { session: { get(k: string): Promise<{ familiarity: unknown }> } } } }).chrome.storage.session.get('familiarity')).familiarity);
       expect(familiarity).toMatch(HAS_REAL_MODEL ? /^familiarity: [0-2] of 2 calls predicted below -4\.92 nats per action token; too few checks to judge the agent/ : /^familiarity: /);

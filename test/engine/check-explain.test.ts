@@ -30,7 +30,7 @@ describe.skipIf(!requirement(existsSync(join(EMBEDDED_MODEL, 'manifest.json')), 
         expect(c.match(/^ {2}explain: /gm)).toHaveLength(1);
         expect(c.includes('FLAGGED')).toBe(c.startsWith('case seed-travel-injection') || c.startsWith('case seed-travel-multi-turn-cot'));
       }
-      expect(cases[0]).toMatch(/without read_travel_plan result, msg 3 \(dS\) .* FLAGGED: injected tool result/);
+      expect(cases[0]).toMatch(/without read_travel_plan result, messages\[3\] \(dS\) .* FLAGGED: injected tool result/);
       // The multi-turn block comes from attention to a tool; no tool description is called poisoned.
       expect(cases[2]).not.toMatch(/poisoned tool description/);
       expect(cases[2]).toMatch(/FLAGGED: tool read_travel_plan pulls the call/);

@@ -65,7 +65,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('edgearmor check --traffic', () => 
     expect(result.stderr).not.toMatch(/error/i);
     expect(result.status).toBe(0);
     const records = result.stdout.trim().split('\n').map((l) => JSON.parse(l) as { id: string; reason: string; decision: string });
-    expect(records.map((r) => r.id)).toEqual(['trip message 1', 'trip message 1 call 2', 'trip message 4', 'line-2 message 4']);
+    expect(records.map((r) => r.id)).toEqual(['trip messages[1].tool_calls[0]', 'trip messages[1].tool_calls[1]', 'trip messages[4].tool_calls[0]', 'line-2 messages[4].tool_calls[0]']);
     // The first calls come before any tool result: nothing untrusted to attribute, and no model pass is needed.
     const scored = records.filter((r) => r.reason === 'model').length;
     expect(scored).toBeGreaterThan(0);

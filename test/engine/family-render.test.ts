@@ -96,8 +96,8 @@ describe('renderings chosen for real tokenizers and templates', () => {
     expect(templateProblem(tokenizers.get('qwen3')!, 'model-template')).toBeNull();
     expect(templateProblem(tokenizers.get('gemma3')!, 'model-template')).toMatch(/Conversation roles must alternate/);
     expect(templateProblem(tokenizers.get('llama3.2')!, 'model-template')).toMatch(/only supports single tool-calls at once/);
-    expect(templateProblem(tokenizers.get('smollm2')!, 'model-template')).toMatch(/left out of what the proxy would read: the call to "probe_lookup" in message 2, the call to "probe_fetch" in message 2, tool "probe_lookup"/);
-    expect(templateProblem(tokenizers.get('phi3.5')!, 'model-template')).toMatch(/left out of what the proxy would read: .*message 3 \(tool\), message 4 \(tool\)/);
+    expect(templateProblem(tokenizers.get('smollm2')!, 'model-template')).toMatch(/left out of what the proxy would read: the call to "probe_lookup" in messages\[2\], the call to "probe_fetch" in messages\[2\], tool "probe_lookup"/);
+    expect(templateProblem(tokenizers.get('phi3.5')!, 'model-template')).toMatch(/left out of what the proxy would read: .*messages\[3\] \(tool\), messages\[4\] \(tool\)/);
     expect(templateProblem(tokenizers.get('llama3')!, 'model-template')).toMatch(/left out of what the proxy would read: the call to "probe_lookup"/);
   });
 
@@ -120,10 +120,10 @@ describe('renderings chosen for real tokenizers and templates', () => {
     for (const actionText of ['raw', 'template'] as const) {
       const refused = encodeTemplateCall(smol, ctx, actionText, 16_384, 'custom-template');
       await expect(refused).rejects.toThrow(InferenceError);
-      await expect(refused).rejects.toThrow(/rendering "custom-template"\) left out of what the proxy would read: the call to "search_flights" in message 2, tool "search_hotels"/);
+      await expect(refused).rejects.toThrow(/rendering "custom-template"\) left out of what the proxy would read: the call to "search_flights" in messages\[2\], tool "search_hotels"/);
     }
     const phi = createProxyTokenizer(phiLikeTokenizerFiles()).withChatTemplate(PHI35_TEMPLATE);
-    await expect(encodeTemplateCall(phi, ctx, 'raw', 16_384, 'custom-template')).rejects.toThrow(/left out of what the proxy would read: the call to "search_flights" in message 2, message 3 \(tool\), tool "search_hotels"/);
+    await expect(encodeTemplateCall(phi, ctx, 'raw', 16_384, 'custom-template')).rejects.toThrow(/left out of what the proxy would read: the call to "search_flights" in messages\[2\], messages\[3\] \(tool\), tool "search_hotels"/);
     await expect(encodeTemplateCall(tokenizers.get('gemma3')!, ctx, 'template', 16_384, 'custom-template')).rejects.toThrow(/could not render this conversation: Conversation roles must alternate/);
   });
 
@@ -205,7 +205,7 @@ describe.skipIf(!CAN_BUILD_FAMILY_MODELS)('model verdicts on random-weight decod
       expect(Math.abs(scored.attribution!.spans[0]!.rawDelta)).toBeGreaterThan(NO_MOVEMENT);
       const refused = await forced.check(CASES.travel);
       expect(refused).toMatchObject({ reason: 'failure-policy', decision: 'block', rendering: 'custom-template', error: { code: 'inference-failed' } });
-      expect(refused.error!.message).toMatch(/left out of what the proxy would read: the call to "search_flights" in message 2/);
+      expect(refused.error!.message).toMatch(/left out of what the proxy would read: the call to "search_flights" in messages\[2\]/);
     },
     MODEL_TIMEOUT_MS,
   );

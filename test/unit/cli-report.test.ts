@@ -77,15 +77,15 @@ describe('edgearmor check: the table', () => {
 
   it('keeps full variant labels with the message index, however long the tool name', () => {
     const table = verdictTable('c1', INPUT, verdict());
-    expect(table).toContain(`without ${LONG_TOOL} result, msg 2 (dS)`);
+    expect(table).toContain(`without ${LONG_TOOL} result, messages[2] (dS)`);
     expect(table).toContain(`without ${LONG_TOOL} description (dS)`);
     expect(table).toContain('without the user request (dU)');
   });
 
   it('names an injected tool result as such, in the headline and on its FLAGGED row', () => {
     const table = verdictTable('c1', INPUT, verdict({ spanFlagged: true }));
-    expect(table.split('\n')[0]).toBe(`case c1: BLOCK (injected tool result: ${LONG_TOOL} result, msg 2) -> send_money`);
-    expect(table).toMatch(new RegExp(`without ${LONG_TOOL} result, msg 2 \\(dS\\).*FLAGGED: injected tool result`));
+    expect(table.split('\n')[0]).toBe(`case c1: BLOCK (injected tool result: ${LONG_TOOL} result, messages[2]) -> send_money`);
+    expect(table).toMatch(new RegExp(`without ${LONG_TOOL} result, messages\\[2\\] \\(dS\\).*FLAGGED: injected tool result`));
     expect(table).not.toMatch(/poisoned tool description/);
   });
 
@@ -124,7 +124,7 @@ describe('edgearmor check: the table', () => {
   });
 
   it('shows what truncation cut to fit the context window', () => {
-    expect(verdictTable('c1', INPUT, verdict({ truncated: true }))).toContain("truncated to fit the proxy's context window: tool definitions dropped; msg 2 lost 310 tokens");
+    expect(verdictTable('c1', INPUT, verdict({ truncated: true }))).toContain("truncated to fit the proxy's context window: tool definitions dropped; messages[2] lost 310 tokens");
   });
 
   it('says in the headline when the failure policy decided', () => {
@@ -138,7 +138,7 @@ describe('edgearmor check: the table', () => {
 describe('edgearmor check --explain', () => {
   it('explains an injected result with both deltas in plain words', () => {
     expect(explainVerdict(INPUT, verdict({ spanFlagged: true }))).toBe(
-      `Blocked. Removing the ${LONG_TOOL} result (message 2) lowers the call's log-probability by 0.700 a token, against 0.050 for removing the user's request: that tool result, not the user, drives the call (an injected tool result).`,
+      `Blocked. Removing the ${LONG_TOOL} result (messages[2]) lowers the call's log-probability by 0.700 a token, against 0.050 for removing the user's request: that tool result, not the user, drives the call (an injected tool result).`,
     );
   });
 
@@ -152,7 +152,7 @@ describe('edgearmor check --explain', () => {
   });
 
   it('explains an allow by the user request', () => {
-    expect(explainVerdict(INPUT, verdict())).toMatch(/^Allowed: the user's request explains send_money: removing the user's request lowers its log-probability by 0\.050 a token; removing the tool result that matters most \(.*, message 2\) lowers its log-probability by 0\.020 a token/);
+    expect(explainVerdict(INPUT, verdict())).toMatch(/^Allowed: the user's request explains send_money: removing the user's request lowers its log-probability by 0\.050 a token; removing the tool result that matters most \(.*, messages\[2\]\) lowers its log-probability by 0\.020 a token/);
   });
 
   it('explains a MindGuard block without claiming which of description or results', () => {

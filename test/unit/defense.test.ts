@@ -137,7 +137,7 @@ describe('runDefense', () => {
     expect(result.finalVerdict.decision).toBe('block');
     expect(result.attempts.map((a) => a.outcome)).toEqual(['rejected', 'rejected']);
     expect(result.message).toBe(
-      'Blocked "send_money": it was driven by untrusted content in read_travel_plan (message 3), and 2 regeneration attempt(s) gave no call that passed the re-check.',
+      'Blocked "send_money": it was driven by untrusted content in read_travel_plan (messages[3]), and 2 regeneration attempt(s) gave no call that passed the re-check.',
     );
   });
 

@@ -116,11 +116,11 @@ describe('groups of untrusted spans', () => {
 
   it('names a flagged group in the explanation, the table and the --json record', () => {
     const v = judged({}, DUPLICATE_SCORES);
-    expect(verdictHeadline(v)).toBe('injected through results together: msg 2, 4 (duplicate, same-tool); injected through results together: msg 2, 4, 6 (all-untrusted)');
-    expect(explainVerdict(DUPLICATED, v)).toContain('Removing the tool results in messages 2, 4 together (the same text arrives more than once) lowers the call');
+    expect(verdictHeadline(v)).toBe('injected through results together: messages[2], messages[4] (duplicate, same-tool); injected through results together: messages[2], messages[4], messages[6] (all-untrusted)');
+    expect(explainVerdict(DUPLICATED, v)).toContain('Removing the tool results in messages[2], messages[4] together (the same text arrives more than once) lowers the call');
     expect(explainVerdict(DUPLICATED, v)).toContain('although none of them alone does');
     const table = verdictTable('dup', DUPLICATED, v);
-    expect(table).toMatch(/without results msg 2, 4: duplicate, same-tool \(dG\) +-7\.500 +4\.500 +1\.500  FLAGGED: injected through these results together/);
+    expect(table).toMatch(/without results messages\[2\], messages\[4\]: duplicate, same-tool \(dG\) +-7\.500 +4\.500 +1\.500  FLAGGED: injected through these results together/);
     const record = verdictRecord('dup', v);
     expect(record['delta_groups']).toEqual([
       { group: 0, message_indexes: [2, 4], reasons: ['duplicate', 'same-tool'], baseline: 'deduplicated', delta: 1.5, raw_delta: 4.5, delta_user: expect.closeTo(0.1, 9), flagged: true },
@@ -291,9 +291,9 @@ describe('an injection padded with filler inside one long result', () => {
     expect(v.flagged).toEqual([{ spanId: 0, messageIndex: 2, toolName: 'read_travel_plan' }]);
     expect(v.attribution!.spans[0]!.callSentences).toMatchObject({ flagged: true, normalizedDelta: expect.closeTo(0.9, 9) });
     expect(explainVerdict(PADDED, v)).toContain(
-      "Removing the sentences of the read_travel_plan result (message 2) that name the call lowers the call's log-probability by 0.900 a token (the whole result: -0.050)",
+      "Removing the sentences of the read_travel_plan result (messages[2]) that name the call lowers the call's log-probability by 0.900 a token (the whole result: -0.050)",
     );
-    expect(verdictTable('padded', PADDED, v)).toMatch(/without its sentences naming the call, msg 2 \(dC\) +-3\.800 +1\.800 +0\.900  FLAGGED: injected sentences in a long result/);
+    expect(verdictTable('padded', PADDED, v)).toMatch(/without its sentences naming the call, messages\[2\] \(dC\) +-3\.800 +1\.800 +0\.900  FLAGGED: injected sentences in a long result/);
     expect(verdictRecord('padded', v)['delta_spans']).toEqual([
       { message_index: 2, tool_name: 'read_travel_plan', delta: expect.closeTo(-0.05, 9), raw_delta: expect.closeTo(-0.1, 9), flagged: true, delta_call_sentences: expect.closeTo(0.9, 9) },
     ]);

@@ -52,7 +52,7 @@ describe('truncatedSpans', () => {
   it("'fail' answers a cut tool result with the failure policy, naming the messages and keeping the cut", () => {
     const v = judged({ truncatedSpans: 'fail' }, RESULT_CUT);
     expect(v).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'context-too-long' }, truncation: { shortenedMessages: { 2: 300 } } });
-    expect(v.error?.message).toMatch(/messages 2\b/);
+    expect(v.error?.message).toMatch(/messages\[2\]/);
     // onError 'allow' lets it through, still as a failure, never as a model verdict.
     expect(judged({ truncatedSpans: 'fail', onError: 'allow' }, RESULT_CUT)).toMatchObject({ decision: 'allow', reason: 'failure-policy' });
   });

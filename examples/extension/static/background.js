@@ -56,7 +56,7 @@ async function remember(tabId, url, action, verdict, summary) {
     headline: summary.headline,
     findings: summary.findings,
     explanation: summary.explanation,
-    spans: verdict.flagged.map((f) => `${f.toolName ?? 'tool'} result, msg ${f.messageIndex}`),
+    spans: verdict.flagged.map((f) => `${f.toolName ?? 'tool'} result, messages[${f.messageIndex}]`),
   };
   await chrome.storage.session.set({ checks: [entry, ...checks].slice(0, MAX_CHECKS) });
 }
