@@ -25,7 +25,7 @@ export type { ModelManifest, ModelVariant } from '../core/runtime-options.js';
  */
 export type FileReader = ((relativePath: string) => Promise<Uint8Array>) & {
   has?: (relativePath: string) => Promise<boolean>;
-  local?: (relativePath: string, expected?: ManifestEntry) => Promise<LocalModelFile>;
+  local?: (relativePath: string) => Promise<LocalModelFile>;
   streamed?: (relativePath: string, check: StreamCheck) => Promise<Blob>;
 };
 
@@ -341,7 +341,7 @@ async function openManifest(
   const local = read.local;
   const getLocal = local
     ? async (path: string): Promise<LocalModelFile> => {
-        const file = await local(path, listedEntry(manifest, path));
+        const file = await local(path);
         await verifyDigest(manifest, path, file.size, () => file.sha256);
         onFile?.(path, file.size);
         return file;

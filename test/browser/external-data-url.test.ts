@@ -2,6 +2,7 @@
  * External data by URL in real Chromium: the hub fixture's onnx/model.onnx_data is streamed through its
  * SHA-256 check into a Blob (never one buffer gathered by EdgeArmor), reported per file as it arrives,
  * cached only once verified, and handed to onnxruntime-web; the guard loads it in the worker and scores;
+ * onnxruntime-genai's layout (model.onnx.data beside genai_config.json) takes the same path;
  * a tampered model.onnx_data is refused with the file and both hashes named, and nothing is loaded.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -21,6 +22,8 @@ const SETUP_TIMEOUT_MS = 120_000;
 const HUB_DIR = fileURLToPath(new URL('../fixtures/tiny-proxy-hub', import.meta.url));
 const HUB_URL = '/fixtures/hub-data/';
 const TAMPERED_URL = '/fixtures/hub-data-tampered/';
+const GENAI_DIR = fileURLToPath(new URL('../fixtures/tiny-proxy-genai', import.meta.url));
+const GENAI_URL = '/fixtures/genai/';
 const DATA = 'onnx/model.onnx_data';
 const manifest = JSON.parse(readFileSync(join(HUB_DIR, 'manifest.json'), 'utf8')) as ModelManifest;
 
@@ -47,7 +50,7 @@ describe.skipIf(!CAN_RUN)('external data by URL in Chromium', () => {
 
   beforeAll(async () => {
     tampered = tamperedCopy();
-    server = await startDevServer({ serve: { [HUB_URL]: HUB_DIR, [TAMPERED_URL]: tampered } });
+    server = await startDevServer({ serve: { [HUB_URL]: HUB_DIR, [TAMPERED_URL]: tampered, [GENAI_URL]: GENAI_DIR } });
     browser = await launchChromium({ webgpu: false });
     external = await keepOffline(browser.context);
   }, SETUP_TIMEOUT_MS);
@@ -91,7 +94,12 @@ describe.skipIf(!CAN_RUN)('external data by URL in Chromium', () => {
           bytes[0] = bytes[0]! ^ 1;
           await cache.put(url, new Response(bytes));
           const third = await load();
-          return { first, second, third };
+          // onnxruntime-web sizes its buffer for a large file from Content-Length: an object URL of a Blob gives it.
+          const blob = new Blob([new Uint8Array(12_345)]);
+          const objectUrl = URL.createObjectURL(blob);
+          const blobLength = (await fetch(objectUrl)).headers.get('content-length');
+          URL.revokeObjectURL(objectUrl);
+          return { first, second, third, blobLength };
         },
         { root: ROOT.endsWith('/') ? ROOT : `${ROOT}/`, base: HUB_URL, data: DATA },
       );
@@ -107,8 +115,33 @@ describe.skipIf(!CAN_RUN)('external data by URL in Chromium', () => {
       expect(result.second.dataEvents.every((e) => e.fromCache)).toBe(true);
       expect(result.third.dataEvents.some((e) => e.fromCache)).toBe(true);
       expect(result.third.dataEvents.at(-1)!.fromCache).toBe(false);
+      expect(result.blobLength).toBe('12345');
       expect(errors).toEqual([]);
       expect(external).toEqual([]);
+      await page.close();
+    },
+    PAGE_LOAD_TIMEOUT_MS,
+  );
+
+  it(
+    "reads onnxruntime-genai's layout by URL: the graph genai_config.json names and its model.onnx.data streamed into a Blob",
+    async () => {
+      const page = await browser.context.newPage();
+      const errors = watchConsole(page);
+      await page.goto(`${server.url}harness.html`);
+      const loaded = await page.evaluate(
+        async ({ root, base }) => {
+          const load$ = new Function('url', 'return import(url)') as (url: string) => Promise<unknown>;
+          const files = (await load$(`/@fs${root}src/engine/files-browser.ts`)) as typeof import('../../src/engine/files-browser.js');
+          const model = (await load$(`/@fs${root}src/engine/model-files.ts`)) as typeof import('../../src/engine/model-files.js');
+          const m = await model.loadModelFiles(files.createBrowserReader({ baseUrl: base }), 'q4');
+          return { onnxPath: m.onnxPath, variant: m.variant, layers: m.config['num_hidden_layers'], data: m.externalData.map((d) => [d.path, 'blob' in d ? d.blob.size : -1]) };
+        },
+        { root: ROOT.endsWith('/') ? ROOT : `${ROOT}/`, base: GENAI_URL },
+      );
+      const genaiManifest = JSON.parse(readFileSync(join(GENAI_DIR, 'manifest.json'), 'utf8')) as ModelManifest;
+      expect(loaded).toEqual({ onnxPath: 'model.onnx', variant: 'q4', layers: 2, data: [['model.onnx.data', genaiManifest.files['model.onnx.data']!.size]] });
+      expect(errors).toEqual([]);
       await page.close();
     },
     PAGE_LOAD_TIMEOUT_MS,
