@@ -16,6 +16,7 @@ import { directoryReader, urlReader } from '../../src/engine/files-node.js';
 import { configFromGenai } from '../../src/engine/model-config.js';
 import { filesForVariant, loadModelFiles, type ModelManifest } from '../../src/engine/model-files.js';
 import { createNodeGuard } from '../../src/node.js';
+import { copyModelFiles } from '../../src/vite.js';
 import { findCase } from '../../src/scenarios/index.js';
 
 const GENAI = fileURLToPath(new URL('../fixtures/tiny-proxy-genai/', import.meta.url));
@@ -37,6 +38,16 @@ describe("onnxruntime-genai's layout", () => {
     const keys = ['num_hidden_layers', 'num_attention_heads', 'num_key_value_heads', 'head_dim', 'hidden_size', 'vocab_size', 'max_position_embeddings', 'bos_token_id', 'eos_token_id', 'pad_token_id'];
     expect(files.config).toEqual({ model_type: 'llama', ...Object.fromEntries(keys.map((k) => [k, gqaConfig[k]])) });
     expect(filesForVariant(manifest, 'q4')).toEqual(['manifest.json', 'genai_config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.onnx', 'model.onnx.data']);
+  });
+
+  it('is copied into an app build whole, whatever variant the app names', async () => {
+    const target = mkdtempSync(join(tmpdir(), 'edgearmor-genai-build-'));
+    try {
+      expect(await copyModelFiles(GENAI, target, 'fp16')).toEqual(filesForVariant(manifest, 'fp16'));
+      expect((await loadModelFiles(directoryReader(target), 'fp16')).variant).toBe('q4');
+    } finally {
+      rmSync(target, { recursive: true, force: true });
+    }
   });
 
   it('names the genai_config.json field that is missing or wrong', () => {
