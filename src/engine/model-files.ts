@@ -42,6 +42,8 @@ export interface StreamCheck {
   end(): void;
   /** A new check of the same file from its first byte, for a second attempt (a damaged cached copy fetched again). */
   fresh(): StreamCheck;
+  /** Whether `end` passed, on this check or on one `fresh` made from it. */
+  readonly passed: boolean;
 }
 
 /** A model file on this machine, hashed where it lies (files-node.ts `directoryReader`). */
@@ -161,7 +163,7 @@ export function checkGrowth(path: string, entry: ManifestEntry, bytesSoFar: numb
 }
 
 /** A {@link StreamCheck} of `path` against its manifest entry: SHA-256 computed piece by piece as the bytes stream. */
-export function streamCheck(path: string, entry: ManifestEntry): StreamCheck {
+export function streamCheck(path: string, entry: ManifestEntry, outcome: { passed: boolean } = { passed: false }): StreamCheck {
   const sha = createSha256();
   return {
     update(chunk) {
@@ -171,8 +173,12 @@ export function streamCheck(path: string, entry: ManifestEntry): StreamCheck {
     end() {
       checkSize(path, entry, sha.length);
       checkSha256(path, entry, sha.hex());
+      outcome.passed = true;
     },
-    fresh: () => streamCheck(path, entry),
+    fresh: () => streamCheck(path, entry, outcome),
+    get passed() {
+      return outcome.passed;
+    },
   };
 }
 
@@ -351,8 +357,10 @@ async function openManifest(
   const getStreamed = streamed
     ? async (path: string): Promise<Blob> => {
         const entry = listedEntry(manifest, path);
-        const blob = await streamed(path, streamCheck(path, entry));
-        // The reader must have ended the check; a Blob of another size means it did not.
+        const check = streamCheck(path, entry);
+        const blob = await streamed(path, check);
+        // Whatever the reader: no bytes it did not pass through the whole check, and only those, are used.
+        if (!check.passed) throw new IntegrityError(`model file "${path}" came back from the reader without passing its check against manifest.json: refusing to use an unverified file`, { file: path });
         checkSize(path, entry, blob.size);
         onFile?.(path, blob.size);
         return blob;

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { IntegrityError } from '../../src/core/errors.js';
 import { createBrowserReader, type FileProgressEvent } from '../../src/engine/files-browser.js';
-import { streamCheck } from '../../src/engine/model-files.js';
+import { loadModelFiles, streamCheck } from '../../src/engine/model-files.js';
 
 const FILE = 'onnx/model.onnx_data';
 const CHUNK_BYTES = 256 * 1024;
@@ -69,5 +69,17 @@ describe('streamed external data', () => {
 
   it('refuses a file cut short', async () => {
     await expect(reader(servedAs(bytes.subarray(0, CHUNK_BYTES * 3)).fetch).streamed(FILE, streamCheck(FILE, entry))).rejects.toThrow(`has ${CHUNK_BYTES * 3} bytes, the manifest says ${bytes.byteLength}`);
+  });
+});
+
+describe('the loader around a streamed reader', () => {
+  const manifest = { files: { 'config.json': { sha256: '0'.repeat(64), size: 2 }, 'onnx/model.onnx': { sha256: '0'.repeat(64), size: 1 }, [FILE]: entry } };
+
+  it('refuses bytes a reader returns without passing them through the check', async () => {
+    // Every other file stays pending, so the outcome is the streamed file's alone.
+    const read = Object.assign((path: string): Promise<Uint8Array> => (path === 'manifest.json' ? Promise.resolve(new TextEncoder().encode(JSON.stringify(manifest))) : new Promise<Uint8Array>(() => undefined)), {
+      streamed: async () => new Blob([bytes]),
+    });
+    await expect(loadModelFiles(read, 'fp32')).rejects.toThrow(`model file "${FILE}" came back from the reader without passing its check against manifest.json`);
   });
 });
