@@ -32,7 +32,7 @@ function progressPrinter(): (event: PullProgress) => void {
   return (event) => {
     if (event.type === 'resolved') {
       const total = event.files.reduce((sum, f) => sum + f.size, 0);
-      process.stderr.write(`edgearmor pull: ${event.repo} revision ${event.revision} is commit ${event.commit}; ${event.files.length} files of ${event.variant}, ${bytesText(total)}\n`);
+      process.stderr.write(`edgearmor pull: ${event.repo} revision ${event.revision} is commit ${event.commit}; ${event.files.length} files of ${event.genai ? 'its onnxruntime-genai build' : event.variant}, ${bytesText(total)}\n`);
       return;
     }
     if (event.type !== 'file') return;

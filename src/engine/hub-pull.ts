@@ -44,7 +44,7 @@ export interface PullOptions {
 
 /** What a pull reports as it goes. */
 export type PullProgress =
-  | { type: 'resolved'; repo: string; revision: string; commit: string; variant: ModelVariant; dir: string; files: Array<{ path: string; size: number }> }
+  | { type: 'resolved'; repo: string; revision: string; commit: string; variant: ModelVariant; dir: string; files: Array<{ path: string; size: number }>; genai: boolean }
   | { type: 'file'; file: string; index: number; count: number; loadedBytes: number; totalBytes: number }
   | { type: 'verified'; file: string; bytes: number };
 
@@ -301,7 +301,7 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
     dir = dirFor(GENAI_DIR);
     if (await finished(dir, repo, commit, variant)) return present(dir);
   }
-  options.onProgress?.({ type: 'resolved', repo, revision, commit, variant, dir, files: wanted.map((e) => ({ path: e.path, size: e.size! })) });
+  options.onProgress?.({ type: 'resolved', repo, revision, commit, variant, dir, files: wanted.map((e) => ({ path: e.path, size: e.size! })), genai });
 
   const staging = `${dir}.partial`;
   const release = await claimStaging(staging, JSON.stringify({ repo, commit, variant }));

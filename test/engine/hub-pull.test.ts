@@ -203,7 +203,9 @@ describe('edgearmor pull', () => {
   it(
     "pulls a repository in onnxruntime-genai's layout: genai_config.json, model.onnx and model.onnx.data, the build's variant read from its graph, and the guard checks with it",
     async () => {
-      const pulled = await pullModel(GENAI_REPO, options);
+      const resolved: unknown[] = [];
+      const pulled = await pullModel(GENAI_REPO, { ...options, onProgress: (e) => e.type === 'resolved' && resolved.push(e) });
+      expect(resolved).toEqual([expect.objectContaining({ genai: true, files: expect.arrayContaining([{ path: 'model.onnx.data', size: statSync(join(GENAI_FIXTURE, 'model.onnx.data')).size }]) })]);
       expect(pulled).toMatchObject({ dir: join(options.cacheDir!, 'models', 'tiny--proxy-genai', COMMIT, 'genai'), variant: 'q4', alreadyPresent: false });
       expect(repoFiles(pulled.dir)).toEqual(['genai_config.json', 'manifest.json', 'model.onnx', 'model.onnx.data', 'tokenizer.json', 'tokenizer_config.json']);
       const guard = createNodeGuard({ modelDir: pulled.dir, modelVariant: pulled.variant, backends: ['node'] });
