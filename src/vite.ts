@@ -29,7 +29,7 @@ import { dirname, extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultClientConditions, type Plugin, type UserConfig } from 'vite';
 import type { ModelManifest, ModelVariant } from './core/runtime-options.js';
-import { filesForVariant, isModelVariant, VARIANT_FILES } from './engine/model-files.js';
+import { filesForVariant, isGenaiLayout, isModelVariant, VARIANT_FILES } from './engine/model-files.js';
 
 /** Options of {@link edgearmor}. */
 export interface EdgeArmorViteOptions {
@@ -54,7 +54,8 @@ export async function copyModelFiles(modelDir: string, target: string, variant: 
   const manifestPath = join(modelDir, 'manifest.json');
   if (!existsSync(manifestPath)) throw new Error(`edgearmor/vite: ${manifestPath} is missing; a model directory needs its manifest (edgearmor manifest <dir>)`);
   const manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as ModelManifest;
-  if (!isModelVariant(variant) || manifest.files[VARIANT_FILES[variant]] === undefined) {
+  // onnxruntime-genai's layout holds one build, whatever the variant asked for (model-files.ts).
+  if (!isModelVariant(variant) || (manifest.files[VARIANT_FILES[variant]] === undefined && !isGenaiLayout(Object.keys(manifest.files), variant))) {
     throw new Error(`edgearmor/vite: modelVariant ${JSON.stringify(variant)} is not in ${manifestPath}; it lists: ${Object.keys(manifest.files).join(', ')}`);
   }
   const files = filesForVariant(manifest, variant);

@@ -11,8 +11,10 @@ export const PULL_USAGE = `edgearmor pull <repo id> [--revision <branch|tag|comm
   Downloads one variant of a Hugging Face Hub model in the onnx-community / transformers.js layout
   (e.g. onnx-community/Qwen2.5-0.5B-Instruct --variant q4f16): the config, tokenizer and template files
   and the variant's onnx file with its external data, each checked against the hash the hub records,
-  pinned to the commit the revision points at (default main). Prints the model directory (default
-  <cache>/models/<org>--<name>/<commit>/<variant>, the cache being $XDG_CACHE_HOME/edgearmor or
+  pinned to the commit the revision points at (default main). A repository in onnxruntime-genai's layout
+  (genai_config.json, model.onnx, model.onnx.data) holds one build: its files are pulled and --variant is
+  not used. Prints the model directory (default <cache>/models/<org>--<name>/<commit>/<variant>, or
+  .../<commit>/genai, the cache being $XDG_CACHE_HOME/edgearmor or
   ~/.cache/edgearmor). An interrupted pull resumes when run again. HF_ENDPOINT sets the hub (default
   https://huggingface.co); HF_TOKEN is sent for gated and private repositories.`;
 
@@ -30,7 +32,7 @@ function progressPrinter(): (event: PullProgress) => void {
   return (event) => {
     if (event.type === 'resolved') {
       const total = event.files.reduce((sum, f) => sum + f.size, 0);
-      process.stderr.write(`edgearmor pull: ${event.repo} revision ${event.revision} is commit ${event.commit}; ${event.files.length} files of ${event.variant}, ${bytesText(total)}\n`);
+      process.stderr.write(`edgearmor pull: ${event.repo} revision ${event.revision} is commit ${event.commit}; ${event.files.length} files of ${event.genai ? 'its onnxruntime-genai build' : event.variant}, ${bytesText(total)}\n`);
       return;
     }
     if (event.type !== 'file') return;

@@ -59,7 +59,7 @@ export interface RemoteProxyOptions {
 export const RUNTIME_OPTIONS = group(
   {
     modelVariant: option(oneOf(['q4', 'fp32', 'fp16', 'q4f16']), 'q4', {
-      summary: 'the precision variant of the model files (the embedded model ships q4 and fp32; the CLI: `--variant`)',
+      summary: "the precision variant of the model files (the embedded model ships q4 and fp32; the CLI: `--variant`); an onnxruntime-genai directory holds one build, whose variant is read from its graph instead",
     }),
     scoring: option(oneOf(['auto', 'prefix', 'naive']), 'auto', {
       summary:

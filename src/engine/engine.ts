@@ -16,7 +16,7 @@ import { dimsFromConfig, padTokenIdOf } from './model-config.js';
 import { exposeAttentionCached, type AttentionAdaptation } from './attention-adapter.js';
 import { KEEP_INPUT, keepLogits, type LogitsAdaptation } from './logits-adapter.js';
 import { graphConstraints, inspectGraphCached, type GraphConstraints, type GraphKind } from './graph-kind.js';
-import { isFloat16Variant, VARIANT_FILES, type ModelFiles } from './model-files.js';
+import { isFloat16Variant, type ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
 import { checkPositiveIntegerOption, scoreSequencesShared } from './prefix-scorer.js';
 import { DEFAULT_MAX_BATCH_TOKENS, presentOutputNames, scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
@@ -189,7 +189,7 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   const rawPlan = scoringPlan(options.backend, { ...options, scoring: 'naive' });
   const { tokenizer, format, rendering } = proxyTokenizerFor(files, options.chatTemplate);
   const dims = dimsFromConfig(files.config, padTokenIdOf(files.config, tokenizer));
-  const sha256 = files.manifest.files[VARIANT_FILES[files.variant]]?.sha256 ?? '';
+  const sha256 = files.manifest.files[files.onnxPath]?.sha256 ?? '';
   // Before any session: a fused layout the engine cannot score exactly is refused here, naming the op.
   const graph = inspectGraphCached(files.onnx, sha256, dims);
   const constraints = graphConstraints(graph.kind);

@@ -5,8 +5,8 @@
  * Integrity is checked by model-files.ts on whatever this returns; a cached file that fails the
  * check must be evicted (see {@link BrowserFileReader.evict}) so the next load fetches it again.
  */
-import { ModelLoadError } from '../core/errors.js';
-import type { FileReader } from './model-files.js';
+import { IntegrityError, ModelLoadError } from '../core/errors.js';
+import type { FileReader, StreamCheck } from './model-files.js';
 
 /** The Cache Storage bucket holding model files. */
 export const MODEL_CACHE_NAME = 'edgearmor-models-v1';
@@ -33,8 +33,9 @@ export interface BrowserReaderOptions {
   caches?: CacheStorage | null;
 }
 
-/** A FileReader over HTTP with a Cache Storage layer. */
+/** A FileReader over HTTP with a Cache Storage layer; external data is streamed through its check into a Blob. */
 export interface BrowserFileReader extends FileReader {
+  streamed(relativePath: string, check: StreamCheck): Promise<Blob>;
   /** Removes one file from the cache (after it failed its integrity check). */
   evict(relativePath: string): Promise<void>;
   /** Whether the last read of this file came from the cache. */
@@ -45,6 +46,15 @@ export interface BrowserFileReader extends FileReader {
 const NETWORK_FIRST = new Set(['manifest.json']);
 // One progress event per MiB keeps a 100 MB download to ~100 messages across the worker boundary.
 const PROGRESS_STEP_BYTES = 1 << 20;
+// Streamed chunks are folded into a Blob every 64 MiB: the browser may then keep them outside the JS heap
+// (Chromium moves large blob data to disk), so a multi-GB file never sits in JS memory as chunks.
+const BLOB_PART_BYTES = 64 << 20;
+
+/** A response's Content-Length, when it gives one. */
+function totalOf(response: Response): number | null {
+  const length = Number(response.headers.get('content-length'));
+  return Number.isFinite(length) && length > 0 ? length : null;
+}
 
 function resolveUnder(baseUrl: string, path: string): string {
   const base = new URL(baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`, globalThis.location?.href);
@@ -55,27 +65,39 @@ function resolveUnder(baseUrl: string, path: string): string {
   return url.href;
 }
 
-async function readBody(response: Response, report: (loaded: number) => void): Promise<Uint8Array> {
+/** Feeds a body's chunks to `take` as they arrive, reporting progress each MiB and at the end; a throw from `take` cancels the body. */
+async function eachChunk(response: Response, take: (chunk: Uint8Array) => void, report: (loaded: number) => void): Promise<number> {
   if (!response.body) {
     const bytes = new Uint8Array(await response.arrayBuffer());
+    take(bytes);
     report(bytes.byteLength);
-    return bytes;
+    return bytes.byteLength;
   }
   const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
   let loaded = 0;
   let nextReport = PROGRESS_STEP_BYTES;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    loaded += value.byteLength;
-    if (loaded >= nextReport) {
-      report(loaded);
-      nextReport = loaded + PROGRESS_STEP_BYTES;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      take(value);
+      loaded += value.byteLength;
+      if (loaded >= nextReport) {
+        report(loaded);
+        nextReport = loaded + PROGRESS_STEP_BYTES;
+      }
     }
+  } catch (e) {
+    await reader.cancel().catch(() => undefined);
+    throw e;
   }
   report(loaded);
+  return loaded;
+}
+
+async function readBody(response: Response, report: (loaded: number) => void): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  const loaded = await eachChunk(response, (chunk) => chunks.push(chunk), report);
   const out = new Uint8Array(loaded);
   let offset = 0;
   for (const c of chunks) {
@@ -83,6 +105,29 @@ async function readBody(response: Response, report: (loaded: number) => void): P
     offset += c.byteLength;
   }
   return out;
+}
+
+/** A body checked chunk by chunk as it streams and gathered into a Blob (in parts, never one buffer); throws what the check throws. */
+async function checkedBlob(response: Response, check: StreamCheck, report: (loaded: number) => void): Promise<Blob> {
+  const parts: Blob[] = [];
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  await eachChunk(
+    response,
+    (chunk) => {
+      check.update(chunk);
+      pending.push(chunk);
+      pendingBytes += chunk.byteLength;
+      if (pendingBytes >= BLOB_PART_BYTES) {
+        parts.push(new Blob(pending as Uint8Array<ArrayBuffer>[]));
+        pending = [];
+        pendingBytes = 0;
+      }
+    },
+    report,
+  );
+  check.end();
+  return new Blob([...parts, new Blob(pending as Uint8Array<ArrayBuffer>[])]);
 }
 
 /** Creates a FileReader that fetches `<baseUrl>/<path>` and caches each file in Cache Storage. */
@@ -102,6 +147,11 @@ export function createBrowserReader(options: BrowserReaderOptions): BrowserFileR
     options.onProgress?.({ type: 'file', file, loadedBytes, totalBytes, fromCache: cached });
 
   const fetchNetwork = async (path: string, url: string): Promise<Uint8Array> => {
+    const response = await fetchOk(path, url);
+    return readBody(response, (loaded) => emit(path, loaded, totalOf(response), false));
+  };
+
+  const fetchOk = async (path: string, url: string): Promise<Response> => {
     let response: Response;
     try {
       response = await doFetch(url, { cache: 'no-store' });
@@ -115,9 +165,7 @@ export function createBrowserReader(options: BrowserReaderOptions): BrowserFileR
         status: response.status,
       });
     }
-    const length = Number(response.headers.get('content-length'));
-    const total = Number.isFinite(length) && length > 0 ? length : null;
-    return readBody(response, (loaded) => emit(path, loaded, total, false));
+    return response;
   };
 
   const readCached = async (cache: Cache | null, path: string, url: string): Promise<Uint8Array | null> => {
@@ -160,7 +208,35 @@ export function createBrowserReader(options: BrowserReaderOptions): BrowserFileR
     return bytes;
   };
 
+  /**
+   * External data: streamed through the manifest check into a Blob, from Cache Storage when it has the file
+   * (a copy there that fails the check is evicted and fetched again), else from the network. Only bytes
+   * that passed the check are stored in the cache or returned.
+   */
+  const streamed = async (path: string, check: StreamCheck): Promise<Blob> => {
+    const url = resolveUnder(options.baseUrl, path);
+    const cache = await openCache();
+    const hit = cache ? await cache.match(url).catch(() => undefined) : undefined;
+    if (hit) {
+      try {
+        const blob = await checkedBlob(hit, check, (loaded) => emit(path, loaded, totalOf(hit), true));
+        fromCache.set(path, true);
+        return blob;
+      } catch (e) {
+        if (!(e instanceof IntegrityError)) throw e;
+        await cache?.delete(url).catch(() => false);
+        return streamed(path, check.fresh());
+      }
+    }
+    const response = await fetchOk(path, url);
+    const blob = await checkedBlob(response, check, (loaded) => emit(path, loaded, totalOf(response), false));
+    fromCache.set(path, false);
+    await cache?.put(url, new Response(blob, { headers: { 'content-length': String(blob.size) } })).catch(() => undefined);
+    return blob;
+  };
+
   return Object.assign(read, {
+    streamed,
     async evict(path: string): Promise<void> {
       const cache = await openCache();
       await cache?.delete(resolveUnder(options.baseUrl, path)).catch(() => false);

@@ -1,15 +1,15 @@
 /**
  * Node-only model file access: reading a model directory, and where the embedded model lives.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, type Stats } from 'node:fs';
-import { access, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { IntegrityError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
+import { IntegrityError, InvalidOptionsError, isEdgeArmorError, ModelLoadError } from '../core/errors.js';
 import { MODEL_OPTIONS_FILE, modelOptionsFileText, type ModelCalibration, type ModelOptions } from '../core/model-options.js';
-import { withManifest, type FileReader, type LocalModelFile, type ModelManifest } from './model-files.js';
+import { checkDigest, checkGrowth, onnxWithData, withManifest, type FileReader, type LocalModelFile, type ManifestEntry, type ModelManifest } from './model-files.js';
 
 /** The embedded default model's name. */
 export const EMBEDDED_MODEL_NAME = 'edgearmor-proxy';
@@ -90,7 +90,7 @@ export function defaultCacheDir(): string {
 
 /** Options of {@link urlReader}. */
 export interface UrlReaderOptions {
-  /** Fetched files are kept here by SHA-256 (with a manifest); null fetches every time. @defaultValue defaultCacheDir() */
+  /** Fetched files are kept here by SHA-256 (with a manifest); null fetches every time and keeps files in memory (at most 2 GiB each). @defaultValue defaultCacheDir() */
   cacheDir?: string | null;
   /** @defaultValue globalThis.fetch */
   fetch?: typeof fetch;
@@ -98,18 +98,37 @@ export interface UrlReaderOptions {
   manifest?: ModelManifest;
 }
 
+/** The most bytes one file may have when it is kept in memory (no cache directory): Node's limit on one Buffer. */
+const MAX_IN_MEMORY_BYTES = 2 ** 31 - 1;
+
+/** A file just downloaded and verified: hashed as it was written, with the same check that it stays the version written. */
+async function downloadedFile(file: string, digest: FileDigest): Promise<LocalModelFile> {
+  const before = fingerprint(await stat(file));
+  return { file, sha256: digest.sha256, size: digest.size, unchanged: async () => fingerprint(await stat(file)) === before };
+}
+
+/** The external data files that belong with the same graph as `dataPath` (`x.onnx_data`, `x.onnx_data_1`, `x.onnx.data`), as the manifest lists them. */
+function dataSiblings(manifest: ModelManifest, dataPath: string): string[] {
+  const onnxPath = dataPath.replace(/(_data(_\d+)?|\.data)$/, '');
+  return onnxWithData(Object.keys(manifest.files), onnxPath).slice(1);
+}
+
 /**
  * Reads model files below a URL (a hub model's `resolve/<revision>/` URL, any static server) in
- * Node. Once the manifest is known, a file whose SHA-256 is in the cache is read from there and a
- * fetched file that matches its manifest entry is stored, so a second load needs no network; a
- * cached file that no longer matches is fetched again. model-files.ts still checks every byte.
+ * Node. Once the manifest is known, every file is streamed to the cache while its SHA-256 is computed,
+ * and put in place under its verified name only once size and hash match (a failed, cut or altered
+ * download leaves only a `.partial` file nothing reads). Graph, config and tokenizer files live in
+ * `blobs/<sha256>`; external data in `external/<key>/<name>`, one folder per set of data files (the key
+ * hashes their names and SHA-256s), because onnxruntime reads them by the names the graph gives from one
+ * folder: they are handed over by path as `modelDir`'s are, so weights of any size load and none passes
+ * through one Buffer. A cached file is hashed again on every load and fetched again when it differs.
  */
 export function urlReader(baseUrl: string, options: UrlReaderOptions = {}): FileReader {
   const base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
   const cacheDir = options.cacheDir === undefined ? defaultCacheDir() : options.cacheDir;
   const doFetch = options.fetch ?? globalThis.fetch;
   let manifest: ModelManifest | undefined = options.manifest;
-  const fetchBytes = async (path: string): Promise<Uint8Array> => {
+  const fetchOk = async (path: string): Promise<Response> => {
     const url = new URL(path, base).href;
     let response: Response;
     try {
@@ -117,8 +136,51 @@ export function urlReader(baseUrl: string, options: UrlReaderOptions = {}): File
     } catch (e) {
       throw new ModelLoadError(`cannot fetch model file "${path}" from ${url}: ${(e as Error).message}`, { url, file: path });
     }
-    if (!response.ok) throw new ModelLoadError(`cannot fetch model file "${path}" from ${url}: HTTP ${response.status}`, { url, file: path, status: response.status });
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new ModelLoadError(`cannot fetch model file "${path}" from ${url}: HTTP ${response.status}`, { url, file: path, status: response.status });
+    }
+    return response;
+  };
+  const fetchBytes = async (path: string): Promise<Uint8Array> => {
+    const response = await fetchOk(path);
+    const size = Math.max(Number(response.headers.get('content-length')) || 0, manifest?.files?.[path]?.size ?? 0);
+    if (size > MAX_IN_MEMORY_BYTES) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new ModelLoadError(`model file "${path}" has ${size} bytes; without a cache directory (cacheDir: null) files are kept in memory, at most ${MAX_IN_MEMORY_BYTES} bytes each: give a cacheDir`, { file: path, size });
+    }
     return new Uint8Array(await response.arrayBuffer());
+  };
+  /** Streams `path` into `dest`, hashing as it writes; renames it into place only when it matches `entry`. */
+  const download = async (path: string, entry: ManifestEntry, dest: string): Promise<FileDigest> => {
+    await mkdir(dirname(dest), { recursive: true });
+    const partial = `${dest}.${process.pid}.${randomUUID().slice(0, 8)}.partial`;
+    const digester = createDigester();
+    const handle = await open(partial, 'w');
+    let size = 0;
+    try {
+      const response = await fetchOk(path);
+      for await (const chunk of (response.body ?? []) as unknown as AsyncIterable<Uint8Array>) {
+        size += chunk.byteLength;
+        checkGrowth(path, entry, size);
+        await handle.write(chunk);
+        digester.update(chunk);
+      }
+      await handle.close();
+      const digest = digester.digest();
+      checkDigest(path, entry, digest);
+      await rename(partial, dest);
+      return digest;
+    } catch (e) {
+      await handle.close().catch(() => undefined);
+      await rm(partial, { force: true });
+      if (isEdgeArmorError(e)) throw e;
+      throw new ModelLoadError(`the download of model file "${path}" from ${new URL(path, base).href} stopped after ${size} of ${entry.size} bytes (${(e as Error).message}); nothing of it was kept`, { file: path, loadedBytes: size, totalBytes: entry.size }, { cause: e });
+    }
+  };
+  const entryOf = (path: string): ManifestEntry | undefined => {
+    const entry = manifest?.files?.[path];
+    return entry && typeof entry.sha256 === 'string' && /^[0-9a-f]{64}$/.test(entry.sha256) ? entry : undefined;
   };
   const read: FileReader = async (path) => {
     if (path === 'manifest.json') {
@@ -130,22 +192,26 @@ export function urlReader(baseUrl: string, options: UrlReaderOptions = {}): File
       }
       return bytes;
     }
-    const expected = manifest?.files?.[path]?.sha256;
-    const blob = cacheDir !== null && typeof expected === 'string' && /^[0-9a-f]{64}$/.test(expected) ? join(cacheDir, 'blobs', expected) : undefined;
-    if (blob) {
-      const cached = await readFile(blob).then((b) => new Uint8Array(b), () => undefined);
-      if (cached && sha256(cached) === expected) return cached;
-    }
-    const bytes = await fetchBytes(path);
-    if (blob && sha256(bytes) === expected) {
-      await mkdir(join(cacheDir!, 'blobs'), { recursive: true });
-      const partial = `${blob}.${process.pid}.partial`;
-      await writeFile(partial, bytes);
-      await rename(partial, blob);
-    }
-    return bytes;
+    const entry = entryOf(path);
+    if (cacheDir === null || !entry) return fetchBytes(path);
+    const blob = join(cacheDir, 'blobs', entry.sha256);
+    const cached = await readFile(blob).then((b) => new Uint8Array(b), () => undefined);
+    if (cached && sha256(cached) === entry.sha256) return cached;
+    await download(path, entry, blob);
+    return new Uint8Array(await readFile(blob));
   };
-  return options.manifest ? withManifest(read, options.manifest) : read;
+  const local = async (path: string): Promise<LocalModelFile> => {
+    const entry = entryOf(path);
+    if (cacheDir === null || !entry || !manifest) throw new IntegrityError(`model file "${path}" is not listed in manifest.json: refusing to use an unverified file`, { file: path });
+    const siblings = dataSiblings(manifest, path).map((p) => [p.slice(p.lastIndexOf('/') + 1), manifest!.files[p]!.sha256]);
+    const key = sha256(new TextEncoder().encode(JSON.stringify(siblings)));
+    const dest = join(cacheDir, 'external', key, path.slice(path.lastIndexOf('/') + 1));
+    const cached = await localFile(dest).catch(() => undefined);
+    if (cached?.sha256 === entry.sha256 && cached.size === entry.size) return cached;
+    return downloadedFile(dest, await download(path, entry, dest));
+  };
+  const reader = cacheDir === null ? read : Object.assign(read, { local });
+  return options.manifest ? withManifest(reader, options.manifest) : reader;
 }
 
 /**

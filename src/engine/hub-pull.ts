@@ -1,5 +1,6 @@
 /**
- * `edgearmor pull`: fetches one variant of a hub model (the onnx-community / transformers.js layout) into
+ * `edgearmor pull`: fetches one variant of a hub model (the onnx-community / transformers.js layout, or
+ * onnxruntime-genai's: genai_config.json, model.onnx and model.onnx.data at the root, one build) into
  * a model directory pinned to a commit, as huggingface_hub would find it: HF_ENDPOINT and HF_TOKEN, the
  * revision resolved to its commit, the file list from the hub's tree, each file checked against the hash
  * the hub records for it.
@@ -14,7 +15,7 @@ import { InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import type { HubSource, ModelManifest, ModelVariant } from '../core/runtime-options.js';
 import { defaultCacheDir, sortedFiles, verifyAgainstHub, type FileDigest, type HubTreeEntry } from './files-node.js';
 import { downloadFile, hubGet, type HubClient, type HubFailure } from './hub-download.js';
-import { CHAT_TEMPLATE_FILE, isModelVariant, VARIANT_FILES, variantWeightPaths } from './model-files.js';
+import { CHAT_TEMPLATE_FILE, GENAI_CONFIG_FILE, GENAI_DEFAULT_ONNX, graphVariant, isGenaiLayout, isModelVariant, onnxWithData, VARIANT_FILES, variantWeightPaths } from './model-files.js';
 
 /** The hub huggingface_hub uses when HF_ENDPOINT is not set. */
 export const DEFAULT_HUB_ENDPOINT = 'https://huggingface.co';
@@ -25,7 +26,7 @@ export interface PullOptions {
   revision?: string;
   /** @defaultValue 'q4' (the guard's default modelVariant) */
   variant?: ModelVariant;
-  /** The model directory to create. @defaultValue `<cacheDir>/models/<org>--<name>/<commit>/<variant>` */
+  /** The model directory to create. @defaultValue `<cacheDir>/models/<org>--<name>/<commit>/<variant>` (`.../<commit>/genai` for onnxruntime-genai's layout) */
   outDir?: string;
   /** @defaultValue defaultCacheDir() (the Node guard's: $XDG_CACHE_HOME/edgearmor or ~/.cache/edgearmor) */
   cacheDir?: string;
@@ -43,7 +44,7 @@ export interface PullOptions {
 
 /** What a pull reports as it goes. */
 export type PullProgress =
-  | { type: 'resolved'; repo: string; revision: string; commit: string; variant: ModelVariant; dir: string; files: Array<{ path: string; size: number }> }
+  | { type: 'resolved'; repo: string; revision: string; commit: string; variant: ModelVariant; dir: string; files: Array<{ path: string; size: number }>; genai: boolean }
   | { type: 'file'; file: string; index: number; count: number; loadedBytes: number; totalBytes: number }
   | { type: 'verified'; file: string; bytes: number };
 
@@ -60,6 +61,10 @@ export interface PulledModel extends HubSource {
 /** Files a model directory has besides its weights: what the guard reads, then what describes the model further. */
 const REQUIRED_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json'];
 const OPTIONAL_FILES = ['generation_config.json', 'special_tokens_map.json', CHAT_TEMPLATE_FILE];
+/** onnxruntime-genai's model builder writes genai_config.json in place of config.json, and the tokenizer's files beside it. */
+const GENAI_REQUIRED_FILES = [GENAI_CONFIG_FILE, 'tokenizer.json', 'tokenizer_config.json'];
+/** The directory a genai pull goes to by default, in place of the variant's: a genai repository holds one build, read from its graph. */
+const GENAI_DIR = 'genai';
 const MAX_REPO_ID_LENGTH = 96;
 const DEFAULT_RETRIES = 5;
 const LOCK_FILE = '.pull.lock';
@@ -143,23 +148,42 @@ async function listFiles(client: HubClient, repo: string, revision: string, comm
 /** A listed path this pull may write: relative, no `..`, no backslash or empty part. */
 const safePath = (path: string) => path.split('/').every((p) => p !== '' && p !== '.' && p !== '..' && !p.includes('\\'));
 
-/** The files one variant needs, from the hub's listing; throws naming what is missing (and which variants exist). */
-function filesOfVariant(tree: readonly HubTreeEntry[], repo: string, revision: string, variant: ModelVariant): HubTreeEntry[] {
+/**
+ * The files of onnxruntime-genai's layout in a listing: genai_config.json, its graph (the builder's
+ * model.onnx, else the one .onnx file at the root) with model.onnx.data, and the tokenizer's files.
+ */
+function genaiPaths(byPath: ReadonlyMap<string, HubTreeEntry>, where: string, repo: string): string[] {
+  const graphs = [...byPath.keys()].filter((p) => /^[^/]+\.onnx$/.test(p));
+  const graph = byPath.has(GENAI_DEFAULT_ONNX) ? GENAI_DEFAULT_ONNX : graphs.length === 1 ? graphs[0] : undefined;
+  if (graph === undefined) {
+    const found = graphs.length === 0 ? 'no .onnx file beside it' : `several .onnx files beside it (${graphs.join(', ')}) and none named ${GENAI_DEFAULT_ONNX}`;
+    throw new ModelLoadError(`${where} has ${GENAI_CONFIG_FILE} (onnxruntime-genai's layout) but ${found}; EdgeArmor loads one graph from a genai model directory`, { repo, graphs });
+  }
+  const missing = GENAI_REQUIRED_FILES.filter((f) => !byPath.has(f));
+  if (missing.length > 0) {
+    throw new ModelLoadError(`${where} has no ${missing.join(', ')}: EdgeArmor needs ${GENAI_REQUIRED_FILES.join(', ')} beside ${graph} (onnxruntime-genai's layout)`, { repo, missing });
+  }
+  return [...GENAI_REQUIRED_FILES, ...['config.json', ...OPTIONAL_FILES].filter((f) => byPath.has(f)), ...onnxWithData([...byPath.keys()], graph)];
+}
+
+/** The files one variant needs, from the hub's listing (onnxruntime-genai's layout where the repository has it); throws naming what is missing (and which variants exist). */
+function filesOfVariant(tree: readonly HubTreeEntry[], repo: string, revision: string, variant: ModelVariant): { entries: HubTreeEntry[]; genai: boolean } {
   const byPath = new Map(tree.map((e) => [e.path, e]));
   const where = `"${repo}" at revision "${revision}"`;
-  if (!byPath.has(VARIANT_FILES[variant])) {
+  const genai = isGenaiLayout([...byPath.keys()], variant);
+  if (!genai && !byPath.has(VARIANT_FILES[variant])) {
     const has = (Object.keys(VARIANT_FILES) as ModelVariant[]).filter((v) => byPath.has(VARIANT_FILES[v]));
     const known = new Set(Object.values(VARIANT_FILES));
     const others = [...byPath.keys()].filter((p) => p.endsWith('.onnx') && !known.has(p));
     const rest = others.length > 0 ? `; other onnx files there, which EdgeArmor does not load: ${others.join(', ')}` : '';
     throw new ModelLoadError(`${where} has no ${variant} variant (${VARIANT_FILES[variant]} is not in it); it has: ${has.join(', ') || 'none of fp32, q4, fp16, q4f16'}${rest}`, { repo, variant, variants: has });
   }
-  const missing = REQUIRED_FILES.filter((f) => !byPath.has(f));
+  const missing = genai ? [] : REQUIRED_FILES.filter((f) => !byPath.has(f));
   if (missing.length > 0) {
     throw new ModelLoadError(`${where} has no ${missing.join(', ')}: EdgeArmor needs ${REQUIRED_FILES.join(', ')} beside onnx/ (the onnx-community / transformers.js layout)`, { repo, missing });
   }
-  const paths = [...REQUIRED_FILES, ...OPTIONAL_FILES.filter((f) => byPath.has(f)), ...variantWeightPaths([...byPath.keys()], variant)];
-  return paths.map((path) => {
+  const paths = genai ? genaiPaths(byPath, where, repo) : [...REQUIRED_FILES, ...OPTIONAL_FILES.filter((f) => byPath.has(f)), ...variantWeightPaths([...byPath.keys()], variant)];
+  const entries = paths.map((path) => {
     const entry = byPath.get(path)!;
     const size = entry.lfs?.size ?? entry.size;
     if (!safePath(path) || typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || (entry.lfs ? typeof entry.lfs.oid !== 'string' : typeof entry.oid !== 'string')) {
@@ -167,6 +191,15 @@ function filesOfVariant(tree: readonly HubTreeEntry[], repo: string, revision: s
     }
     return { ...entry, size };
   });
+  return { entries, genai };
+}
+
+/** The variant a pulled directory holds: the one asked for, or in onnxruntime-genai's layout the build's own, read from its graph. */
+async function pulledVariant(dir: string, manifest: ModelManifest, variant: ModelVariant): Promise<ModelVariant> {
+  const paths = Object.keys(manifest.files);
+  if (!isGenaiLayout(paths, variant)) return variant;
+  const graph = paths.includes(GENAI_DEFAULT_ONNX) ? GENAI_DEFAULT_ONNX : paths.find((p) => /^[^/]+\.onnx$/.test(p));
+  return graph === undefined ? variant : graphVariant(new Uint8Array(await readFile(join(dir, graph))));
 }
 
 /** The manifest of a directory, or null when it has none that parses. */
@@ -179,7 +212,8 @@ async function finished(dir: string, repo: string, commit: string, variant: Mode
   const entries = await readdir(dir).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? [] : null));
   if (entries?.length === 0) return false;
   const manifest = entries === null ? null : await manifestOf(dir);
-  if (manifest?.hub?.repo === repo && manifest.hub.commit === commit && manifest.files?.[VARIANT_FILES[variant]] !== undefined) return true;
+  const holds = manifest?.files?.[VARIANT_FILES[variant]] !== undefined || manifest?.files?.[GENAI_CONFIG_FILE] !== undefined;
+  if (manifest?.hub?.repo === repo && manifest.hub.commit === commit && holds) return true;
   throw invalid('outDir', `${dir} already exists and is not a pull of "${repo}" at ${commit} (${variant}); choose a new or empty directory, or remove it`);
 }
 
@@ -254,13 +288,20 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
 
   const reasons = hubReasons(repo, revision, client);
   const commit = await resolveCommit(client, repo, revision);
-  const dir = resolve(options.outDir ?? join(options.cacheDir ?? defaultCacheDir(), 'models', repo.replace('/', '--'), commit, variant));
+  const dirFor = (leaf: string) => resolve(options.outDir ?? join(options.cacheDir ?? defaultCacheDir(), 'models', repo.replace('/', '--'), commit, leaf));
   const source: HubSource = { repo, revision, commit, endpoint: publicEndpoint(endpoint) };
-  if (await finished(dir, repo, commit, variant)) {
-    return { ...source, dir, variant, files: Object.keys((await manifestOf(dir))!.files), alreadyPresent: true };
+  const present = async (at: string): Promise<PulledModel> => {
+    const manifest = (await manifestOf(at))!;
+    return { ...source, dir: at, variant: await pulledVariant(at, manifest, variant), files: Object.keys(manifest.files), alreadyPresent: true };
+  };
+  let dir = dirFor(variant);
+  if (await finished(dir, repo, commit, variant)) return present(dir);
+  const { entries: wanted, genai } = filesOfVariant(await listFiles(client, repo, revision, commit), repo, revision, variant);
+  if (genai && options.outDir === undefined) {
+    dir = dirFor(GENAI_DIR);
+    if (await finished(dir, repo, commit, variant)) return present(dir);
   }
-  const wanted = filesOfVariant(await listFiles(client, repo, revision, commit), repo, revision, variant);
-  options.onProgress?.({ type: 'resolved', repo, revision, commit, variant, dir, files: wanted.map((e) => ({ path: e.path, size: e.size! })) });
+  options.onProgress?.({ type: 'resolved', repo, revision, commit, variant, dir, files: wanted.map((e) => ({ path: e.path, size: e.size! })), genai });
 
   const staging = `${dir}.partial`;
   const release = await claimStaging(staging, JSON.stringify({ repo, commit, variant }));
@@ -302,7 +343,7 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
       },
     );
     if (!placed) await rm(staging, { recursive: true, force: true });
-    return { ...source, dir, variant, files: Object.keys(files), alreadyPresent: !placed };
+    return { ...source, dir, variant: await pulledVariant(dir, manifest, variant), files: Object.keys(files), alreadyPresent: !placed };
   } finally {
     if (!released) await release(false);
   }

@@ -44,3 +44,34 @@ export function dimsFromConfig(config: Record<string, unknown>, padTokenId: numb
     intermediateSize: num('intermediate_size', 4 * hidden),
   };
 }
+
+/**
+ * config.json's fields, from an onnxruntime-genai genai_config.json (its model builder writes no config.json):
+ * model.context_length, model.vocab_size, the token ids, and model.decoder's head counts, head_size and
+ * hidden_size. Throws ModelLoadError naming the first field that is missing or not a positive integer.
+ */
+export function configFromGenai(genai: Record<string, unknown>): Record<string, unknown> {
+  const model = (genai['model'] ?? {}) as Record<string, unknown>;
+  const decoder = (model['decoder'] ?? {}) as Record<string, unknown>;
+  const num = (from: Record<string, unknown>, key: string, where: string): number => {
+    const v = from[key];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
+      throw new ModelLoadError(`genai_config.json: "${where}${key}" must be a positive integer, received ${JSON.stringify(v)}`, { file: 'genai_config.json', key: `${where}${key}` });
+    }
+    return v;
+  };
+  const heads = num(decoder, 'num_attention_heads', 'model.decoder.');
+  const config: Record<string, unknown> = {
+    model_type: model['type'],
+    num_hidden_layers: num(decoder, 'num_hidden_layers', 'model.decoder.'),
+    num_attention_heads: heads,
+    num_key_value_heads: decoder['num_key_value_heads'] === undefined ? heads : num(decoder, 'num_key_value_heads', 'model.decoder.'),
+    head_dim: num(decoder, 'head_size', 'model.decoder.'),
+    hidden_size: num(decoder, 'hidden_size', 'model.decoder.'),
+    vocab_size: num(model, 'vocab_size', 'model.'),
+    max_position_embeddings: num(model, 'context_length', 'model.'),
+  };
+  // Token ids as the builder writes them: eos may be a list; pad is absent on some builds.
+  for (const key of ['bos_token_id', 'eos_token_id', 'pad_token_id']) if (model[key] !== undefined && model[key] !== null) config[key] = model[key];
+  return config;
+}

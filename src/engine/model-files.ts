@@ -8,6 +8,9 @@
 import { IntegrityError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { MODEL_OPTIONS_FILE, parseModelOptionsFile, type ModelOptionsFile } from '../core/model-options.js';
 import type { ModelManifest, ModelVariant } from '../core/runtime-options.js';
+import { configFromGenai } from './model-config.js';
+import { readModel } from './onnx-proto.js';
+import { createSha256 } from './sha256.js';
 
 export type { ModelManifest, ModelVariant } from '../core/runtime-options.js';
 
@@ -16,12 +19,32 @@ export type { ModelManifest, ModelVariant } from '../core/runtime-options.js';
  * whether a file is there (a local directory) has `has`: the loader then refuses a guard-options.json the
  * manifest does not pin. A URL reader has none: it only ever fetches files the manifest lists. A reader of
  * files on this machine (Node) has `local`: external data files are then hashed as streams and handed to
- * onnxruntime by path, never read into memory, so weights of any size load.
+ * onnxruntime by path, never read into memory, so weights of any size load. A reader over the network
+ * without a disk (the browser) has `streamed`: external data is hashed while it arrives and handed to
+ * onnxruntime as a Blob, never gathered into one buffer by EdgeArmor.
  */
 export type FileReader = ((relativePath: string) => Promise<Uint8Array>) & {
   has?: (relativePath: string) => Promise<boolean>;
   local?: (relativePath: string) => Promise<LocalModelFile>;
+  streamed?: (relativePath: string, check: StreamCheck) => Promise<Blob>;
 };
+
+/** One file's entry in a manifest. */
+export type ManifestEntry = ModelManifest['files'][string];
+
+/**
+ * Checks a file's bytes as they arrive, for {@link FileReader.streamed}: `update` throws an IntegrityError
+ * as soon as more bytes arrive than the manifest lists, `end` when the size or SHA-256 differs. A reader
+ * must call `end` (and let it pass) before it keeps or returns the bytes.
+ */
+export interface StreamCheck {
+  update(chunk: Uint8Array): void;
+  end(): void;
+  /** A new check of the same file from its first byte, for a second attempt (a damaged cached copy fetched again). */
+  fresh(): StreamCheck;
+  /** Whether `end` passed, on this check or on one `fresh` made from it. */
+  readonly passed: boolean;
+}
 
 /** A model file on this machine, hashed where it lies (files-node.ts `directoryReader`). */
 export interface LocalModelFile {
@@ -33,8 +56,13 @@ export interface LocalModelFile {
   unchanged(): Promise<boolean>;
 }
 
-/** An external data file of the onnx file, by the name the graph uses: its bytes, or (Node) the verified file on disk. */
-export type ExternalDataFile = { path: string; data: Uint8Array } | { path: string; local: LocalModelFile };
+/** An external data file of the onnx file, by the name the graph uses: its bytes, (Node) the verified file on disk, or (browser) its verified bytes as a Blob. */
+export type ExternalDataFile = { path: string; data: Uint8Array } | { path: string; local: LocalModelFile } | { path: string; blob: Blob };
+
+/** onnxruntime-genai's model builder: the config it writes beside model.onnx (and model.onnx.data), in place of config.json. */
+export const GENAI_CONFIG_FILE = 'genai_config.json';
+/** The graph file onnxruntime-genai's builder writes when not told another name (genai_config.json's model.decoder.filename). */
+export const GENAI_DEFAULT_ONNX = 'model.onnx';
 
 /** A model's chat template in a file of its own (as newer transformers versions save it), read when the manifest pins it. */
 export const CHAT_TEMPLATE_FILE = 'chat_template.jinja';
@@ -66,8 +94,11 @@ export interface ModelFiles {
   /** The model's own operating point (guard-options.json), or null when the model has none. */
   modelOptions: ModelOptionsFile | null;
   onnx: Uint8Array;
+  /** The onnx file's path in the model directory (`onnx/model_q4.onnx`; `model.onnx` in onnxruntime-genai's layout). */
+  onnxPath: string;
   /** The onnx file's external data files (`model.onnx_data`, `model.onnx_data_1`...), by the name the graph uses. */
   externalData: ExternalDataFile[];
+  /** The variant loaded: the one asked for, or in onnxruntime-genai's layout (one build per directory) the build's own, read from its graph. */
   variant: ModelVariant;
 }
 
@@ -84,25 +115,71 @@ export async function verifyFile(manifest: ModelManifest, path: string, bytes: U
 
 /** Checks a file's size and SHA-256 (computed only when the size matches) against the manifest entry of `path`. */
 async function verifyDigest(manifest: ModelManifest, path: string, size: number, sha256: () => Promise<string> | string): Promise<void> {
+  const entry = listedEntry(manifest, path);
+  checkSize(path, entry, size);
+  checkSha256(path, entry, await sha256());
+}
+
+/** The manifest entry of `path`; an IntegrityError when the manifest does not list it. */
+function listedEntry(manifest: ModelManifest, path: string): ManifestEntry {
   const entry = manifest.files[path];
   if (!entry) {
     throw new IntegrityError(`model file "${path}" is not listed in manifest.json: refusing to use an unverified file`, {
       file: path,
     });
   }
+  return entry;
+}
+
+function checkSize(path: string, entry: ManifestEntry, size: number): void {
   if (size !== entry.size) {
     throw new IntegrityError(
       `model file "${path}" has ${size} bytes, the manifest says ${entry.size}: the file is truncated or was modified, which may indicate tampering`,
       { file: path, expectedSize: entry.size, actualSize: size },
     );
   }
-  const actual = await sha256();
+}
+
+/** Throws the IntegrityError of a file whose size or SHA-256 is not its manifest entry's, for readers that hash while they download. */
+export function checkDigest(path: string, entry: ManifestEntry, digest: { size: number; sha256: string }): void {
+  checkSize(path, entry, digest.size);
+  checkSha256(path, entry, digest.sha256);
+}
+
+/** Throws the IntegrityError of a file whose SHA-256 is not its manifest entry's. */
+function checkSha256(path: string, entry: ManifestEntry, actual: string): void {
   if (actual !== entry.sha256) {
-    throw new IntegrityError(
-      `model file hash mismatch for "${path}": expected sha256 ${entry.sha256}, got ${actual}; this may indicate tampering`,
-      { file: path, expected: entry.sha256, actual },
-    );
+    throw new IntegrityError(`model file hash mismatch for "${path}": expected sha256 ${entry.sha256}, got ${actual}; this may indicate tampering`, {
+      file: path,
+      expected: entry.sha256,
+      actual,
+    });
   }
+}
+
+/** Throws once a download has brought more bytes than the file has: a server sending too much is stopped as soon as it does, not after it has filled the memory or the disk. */
+export function checkGrowth(path: string, entry: ManifestEntry, bytesSoFar: number): void {
+  if (bytesSoFar > entry.size) checkSize(path, entry, bytesSoFar);
+}
+
+/** A {@link StreamCheck} of `path` against its manifest entry: SHA-256 computed piece by piece as the bytes stream. */
+export function streamCheck(path: string, entry: ManifestEntry, outcome: { passed: boolean } = { passed: false }): StreamCheck {
+  const sha = createSha256();
+  return {
+    update(chunk) {
+      checkGrowth(path, entry, sha.length + chunk.byteLength);
+      sha.update(chunk);
+    },
+    end() {
+      checkSize(path, entry, sha.length);
+      checkSha256(path, entry, sha.hex());
+      outcome.passed = true;
+    },
+    fresh: () => streamCheck(path, entry, outcome),
+    get passed() {
+      return outcome.passed;
+    },
+  };
 }
 
 function parseJson(path: string, bytes: Uint8Array): Record<string, unknown> {
@@ -119,23 +196,69 @@ function parseJson(path: string, bytes: Uint8Array): Record<string, unknown> {
 }
 
 /** The verified files a model's tokenizer and chat format need: everything but the weights. */
-export type TokenizerModelFiles = Omit<ModelFiles, 'onnx' | 'externalData' | 'variant'>;
+export type TokenizerModelFiles = Omit<ModelFiles, 'onnx' | 'onnxPath' | 'externalData' | 'variant'>;
+
+/**
+ * An onnx file and, of `paths` (a manifest's or a hub listing's), its external data files: the exporters'
+ * `model.onnx_data`, `model.onnx_data_1`... (transformers.js, Optimum) and onnxruntime-genai's `model.onnx.data`.
+ */
+export function onnxWithData(paths: readonly string[], onnxPath: string): string[] {
+  return [onnxPath, ...paths.filter((p) => p === `${onnxPath}_data` || p.startsWith(`${onnxPath}_data_`) || p === `${onnxPath}.data`).sort()];
+}
 
 /** The onnx file of `variant` and, of `paths` (a manifest's or a hub listing's), its external data files. */
 export function variantWeightPaths(paths: readonly string[], variant: ModelVariant): string[] {
-  const onnxPath = VARIANT_FILES[variant];
-  return [onnxPath, ...paths.filter((p) => p === `${onnxPath}_data` || p.startsWith(`${onnxPath}_data_`)).sort()];
+  return onnxWithData(paths, VARIANT_FILES[variant]);
 }
 
-/** The onnx file of `variant` and its external data files, as the manifest lists them. */
-function weightFiles(manifest: ModelManifest, variant: ModelVariant): string[] {
-  return variantWeightPaths(Object.keys(manifest.files), variant);
+/** Whether a manifest (or listing) is onnxruntime-genai's layout: genai_config.json and no onnx/ file of the variant asked for. */
+export function isGenaiLayout(paths: readonly string[], variant: ModelVariant): boolean {
+  return paths.includes(GENAI_CONFIG_FILE) && !paths.includes(VARIANT_FILES[variant]);
+}
+
+/** The graph file genai_config.json names (model.decoder.filename), checked to be a file name beside it. */
+export function genaiOnnxFile(genai: Record<string, unknown>): string {
+  const decoder = (genai['model'] as { decoder?: { filename?: unknown } } | undefined)?.decoder;
+  const name = decoder?.filename ?? GENAI_DEFAULT_ONNX;
+  if (typeof name !== 'string' || !/^[\w.-]+\.onnx$/.test(name) || name.startsWith('.')) {
+    throw new ModelLoadError(`${GENAI_CONFIG_FILE}: "model.decoder.filename" must name an .onnx file beside it, received ${JSON.stringify(name)}`, { file: GENAI_CONFIG_FILE, key: 'model.decoder.filename' });
+  }
+  return name;
+}
+
+/** ONNX TensorProto element type float16. */
+const FLOAT16 = 10;
+
+/**
+ * The variant an onnxruntime-genai build is, from its graph: float16 activations (the KV cache inputs'
+ * type) and MatMulNBits (4-bit weights). A genai directory holds one build, so it is read, not chosen.
+ */
+export function graphVariant(onnx: Uint8Array): ModelVariant {
+  const model = readModel(onnx);
+  const graph = model.graph;
+  const typed = graph?.input.find((i) => i.name.startsWith('past_key_values.')) ?? graph?.output.find((o) => o.name === 'logits');
+  const half = typed?.elemType === FLOAT16;
+  const nbits = graph?.node.some((n) => n.op_type === 'MatMulNBits') ?? false;
+  return nbits ? (half ? 'q4f16' : 'q4') : half ? 'fp16' : 'fp32';
+}
+
+/** Where a variant's weights are in a manifest: the onnx file and its external data files. */
+interface WeightLayout {
+  onnxPath: string;
+  dataPaths: string[];
+  /** Whether it is onnxruntime-genai's layout (the variant then comes from the graph). */
+  genai: boolean;
 }
 
 /** Every file a guard reads from a model directory for `variant` (what a build ships), manifest.json first. */
 export function filesForVariant(manifest: ModelManifest, variant: ModelVariant): string[] {
-  const listed = ['config.json', 'tokenizer.json', 'tokenizer_config.json', CHAT_TEMPLATE_FILE, MODEL_OPTIONS_FILE].filter((f) => manifest.files[f] !== undefined);
-  return ['manifest.json', ...listed, ...weightFiles(manifest, variant).filter((f) => manifest.files[f] !== undefined)];
+  const paths = Object.keys(manifest.files);
+  // Which graph a genai directory holds is in its genai_config.json, which this synchronous listing does not read: every .onnx file beside it and its data.
+  const weights = isGenaiLayout(paths, variant)
+    ? paths.filter((p) => /^[^/]+\.onnx$/.test(p)).flatMap((p) => onnxWithData(paths, p))
+    : variantWeightPaths(paths, variant);
+  const listed = ['config.json', GENAI_CONFIG_FILE, 'tokenizer.json', 'tokenizer_config.json', CHAT_TEMPLATE_FILE, MODEL_OPTIONS_FILE].filter((f) => manifest.files[f] !== undefined);
+  return ['manifest.json', ...listed, ...weights.filter((f) => manifest.files[f] !== undefined)];
 }
 
 /** Reads, verifies and parses the files of a model; `onFile` reports each verified file. */
@@ -147,25 +270,40 @@ export async function loadModelFiles(
   if (!isModelVariant(variant)) {
     throw new InvalidOptionsError(`Invalid option modelVariant: received ${JSON.stringify(variant)}; allowed: ${Object.keys(VARIANT_FILES).join(', ')}.`, { option: 'modelVariant' });
   }
-  const { manifest, get, getLocal } = await openManifest(read, onFile);
+  const { manifest, get, getLocal, getStreamed } = await openManifest(read, onFile);
+  const layout = await weightLayout(manifest, variant, get);
+  // The graph file is read (the attention adapter rewrites it; protobuf keeps it under 2 GiB); its external
+  // data stays where the reader has it: on disk (Node), or in a Blob built as it streamed (browser).
+  const [base, onnx, ...externalData] = await Promise.all([
+    readTokenizerFiles(manifest, get, read),
+    get(layout.onnxPath),
+    ...layout.dataPaths.map(async (p): Promise<ExternalDataFile> => {
+      const path = p.slice(p.lastIndexOf('/') + 1);
+      if (getLocal) return { path, local: await getLocal(p) };
+      if (getStreamed) return { path, blob: await getStreamed(p) };
+      return { path, data: await get(p) };
+    }),
+  ]);
+  return { ...base, onnx, onnxPath: layout.onnxPath, externalData, variant: layout.genai ? graphVariant(onnx) : variant };
+}
+
+/** The onnx file and external data files of `variant` in the manifest: the onnx-community layout, else onnxruntime-genai's. */
+async function weightLayout(manifest: ModelManifest, variant: ModelVariant, get: (path: string) => Promise<Uint8Array>): Promise<WeightLayout> {
+  const paths = Object.keys(manifest.files);
+  if (isGenaiLayout(paths, variant)) {
+    const onnxPath = genaiOnnxFile(parseJson(GENAI_CONFIG_FILE, await get(GENAI_CONFIG_FILE)));
+    if (!manifest.files[onnxPath]) {
+      throw new ModelLoadError(`${GENAI_CONFIG_FILE} names the graph "${onnxPath}", which the manifest does not list; onnxruntime-genai's layout keeps it beside ${GENAI_CONFIG_FILE}`, { file: onnxPath });
+    }
+    return { onnxPath, dataPaths: onnxWithData(paths, onnxPath).slice(1), genai: true };
+  }
   const onnxPath = VARIANT_FILES[variant];
   if (!manifest.files[onnxPath]) {
     const has = (Object.keys(VARIANT_FILES) as ModelVariant[]).filter((v) => manifest.files[VARIANT_FILES[v]]);
     const name = typeof manifest.model === 'string' ? `model "${manifest.model}"` : 'the model (its manifest names none)';
     throw new ModelLoadError(`${name} has no ${variant} variant (${onnxPath} is not in its manifest); it has: ${has.join(', ') || 'none'}`, { variant, file: onnxPath });
   }
-  const dataPaths = weightFiles(manifest, variant).slice(1);
-  // The graph file is read (the attention adapter rewrites it; protobuf keeps it under 2 GiB); its external
-  // data, where the reader has the files on disk, stays there.
-  const [base, onnx, ...externalData] = await Promise.all([
-    readTokenizerFiles(manifest, get, read),
-    get(onnxPath),
-    ...dataPaths.map(async (p): Promise<ExternalDataFile> => {
-      const path = p.slice(p.lastIndexOf('/') + 1);
-      return getLocal ? { path, local: await getLocal(p) } : { path, data: await get(p) };
-    }),
-  ]);
-  return { ...base, onnx, externalData, variant };
+  return { onnxPath, dataPaths: variantWeightPaths(paths, variant).slice(1), genai: false };
 }
 
 /**
@@ -180,7 +318,12 @@ export async function loadTokenizerFiles(read: FileReader, onFile?: (path: strin
 async function openManifest(
   read: FileReader,
   onFile: ((path: string, bytes: number) => void) | undefined,
-): Promise<{ manifest: ModelManifest; get: (path: string) => Promise<Uint8Array>; getLocal: ((path: string) => Promise<LocalModelFile>) | undefined }> {
+): Promise<{
+  manifest: ModelManifest;
+  get: (path: string) => Promise<Uint8Array>;
+  getLocal: ((path: string) => Promise<LocalModelFile>) | undefined;
+  getStreamed: ((path: string) => Promise<Blob>) | undefined;
+}> {
   const manifest = parseJson('manifest.json', await read('manifest.json')) as unknown as ModelManifest;
   if (typeof manifest.files !== 'object' || manifest.files === null) {
     throw new ModelLoadError('manifest.json has no "files" map of {sha256, size} entries', {});
@@ -188,7 +331,14 @@ async function openManifest(
   if (Object.keys(manifest.files).length === 0) {
     throw new ModelLoadError('manifest.json lists no files, so no model file can be verified; pin the directory with `edgearmor manifest DIR`', {});
   }
-  const get = async (path: string): Promise<Uint8Array> => {
+  // Concurrent readers of one file (genai_config.json is read for the layout and for the config) share one read.
+  const reads = new Map<string, Promise<Uint8Array>>();
+  const get = (path: string): Promise<Uint8Array> => {
+    let pending = reads.get(path);
+    if (!pending) reads.set(path, (pending = getOnce(path)));
+    return pending;
+  };
+  const getOnce = async (path: string): Promise<Uint8Array> => {
     const bytes = await read(path);
     await verifyFile(manifest, path, bytes);
     onFile?.(path, bytes.byteLength);
@@ -203,12 +353,27 @@ async function openManifest(
         return file;
       }
     : undefined;
-  return { manifest, get, getLocal };
+  const streamed = read.streamed;
+  const getStreamed = streamed
+    ? async (path: string): Promise<Blob> => {
+        const entry = listedEntry(manifest, path);
+        const check = streamCheck(path, entry);
+        const blob = await streamed(path, check);
+        // Whatever the reader: no bytes it did not pass through the whole check, and only those, are used.
+        if (!check.passed) throw new IntegrityError(`model file "${path}" came back from the reader without passing its check against manifest.json: refusing to use an unverified file`, { file: path });
+        checkSize(path, entry, blob.size);
+        onFile?.(path, blob.size);
+        return blob;
+      }
+    : undefined;
+  return { manifest, get, getLocal, getStreamed };
 }
 
 async function readTokenizerFiles(manifest: ModelManifest, get: (path: string) => Promise<Uint8Array>, read: FileReader): Promise<TokenizerModelFiles> {
+  // onnxruntime-genai's builder writes genai_config.json and no config.json: the dims then come from it.
+  const genaiOnly = !manifest.files['config.json'] && manifest.files[GENAI_CONFIG_FILE] !== undefined;
   const [config, tokenizerJson, tokenizerConfig, modelOptions, template] = await Promise.all([
-    get('config.json').then((b) => parseJson('config.json', b)),
+    genaiOnly ? get(GENAI_CONFIG_FILE).then((b) => configFromGenai(parseJson(GENAI_CONFIG_FILE, b))) : get('config.json').then((b) => parseJson('config.json', b)),
     get('tokenizer.json').then((b) => parseJson('tokenizer.json', b)),
     get('tokenizer_config.json').then((b) => parseJson('tokenizer_config.json', b)),
     readModelOptions(manifest, get, read),
@@ -237,5 +402,5 @@ async function readModelOptions(manifest: ModelManifest, get: (path: string) => 
 export function withManifest(read: FileReader, manifest: ModelManifest): FileReader {
   const bytes = new TextEncoder().encode(JSON.stringify(manifest));
   const reader: FileReader = (path) => (path === 'manifest.json' ? Promise.resolve(bytes) : read(path));
-  return Object.assign(reader, read.has ? { has: read.has } : {}, read.local ? { local: read.local } : {});
+  return Object.assign(reader, read.has ? { has: read.has } : {}, read.local ? { local: read.local } : {}, read.streamed ? { streamed: read.streamed } : {});
 }

@@ -118,19 +118,42 @@ function directoryOf(file: string): string {
   return file.slice(0, Math.max(file.lastIndexOf('/'), file.lastIndexOf('\\')));
 }
 
+/** Whether this is a browser or worker (onnxruntime-web fetches a string there; in Node it reads it as a path). */
+function isBrowser(): boolean {
+  return typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node !== 'string';
+}
+
+/**
+ * A verified Blob as onnxruntime-web takes it. In a browser, an object URL: onnxruntime-web fetches it
+ * and, past 1 GB, streams it into one buffer it sizes from Content-Length (falling back to WebAssembly
+ * memory where an ArrayBuffer that large is refused), where a Blob would go through `Blob.arrayBuffer()`.
+ * The URL is the caller's to revoke once the session exists. In Node (onnxruntime-web's wasm there), the Blob.
+ */
+function blobSource(blob: Blob, urls: string[]): Blob | string {
+  if (!isBrowser() || typeof URL.createObjectURL !== 'function') return blob;
+  const url = URL.createObjectURL(blob);
+  urls.push(url);
+  return url;
+}
+
 /**
  * Puts the external data into the session options: bytes as they are; files on disk (Node) by path, so
  * onnxruntime reads them itself and no copy passes through JavaScript (nor its 2 GiB limit on one read).
  * onnxruntime-node's binding takes only bytes in `externalData`, so there the files' directory goes in
  * onnxruntime's own setting for a model loaded from memory whose data lies in a folder (the name the
- * graph uses is the file's name there, model-files.ts); onnxruntime-web takes each file's path. Returns
- * the files on disk, to be checked once the session has read them.
+ * graph uses is the file's name there, model-files.ts); onnxruntime-web takes each file's path. Verified
+ * Blobs (the browser's streamed downloads) go to onnxruntime-web as object URLs, pushed on `urls`.
+ * Returns the files on disk, to be checked once the session has read them.
  */
-function externalDataOptions(sessionOptions: InferenceSession.SessionOptions, options: OrtSessionOptions): Array<Extract<ExternalDataFile, { local: unknown }>> {
+async function externalDataOptions(sessionOptions: InferenceSession.SessionOptions, options: OrtSessionOptions, urls: string[]): Promise<Array<Extract<ExternalDataFile, { local: unknown }>>> {
   const all = options.externalData ?? [];
   const onDisk = all.filter((f): f is Extract<ExternalDataFile, { local: unknown }> => 'local' in f);
-  const inMemory = all.filter((f): f is Extract<ExternalDataFile, { data: Uint8Array }> => 'data' in f);
-  const listed: Array<{ path: string; data: Uint8Array | string }> = inMemory.map((f) => ({ path: f.path, data: f.data }));
+  const listed: Array<{ path: string; data: Uint8Array | Blob | string }> = [];
+  for (const f of all) {
+    if ('data' in f) listed.push({ path: f.path, data: f.data });
+    // onnxruntime-node's binding takes bytes only; its files are on disk in Node, so a Blob there is a reader used out of place.
+    else if ('blob' in f) listed.push({ path: f.path, data: options.backend === 'node' ? new Uint8Array(await f.blob.arrayBuffer()) : blobSource(f.blob, urls) });
+  }
   if (onDisk.length > 0 && options.backend === 'node') {
     const folders = new Set(onDisk.map((f) => directoryOf(f.local.file)));
     if (folders.size > 1) throw new ModelLoadError(`the model's external data files lie in ${folders.size} directories; onnxruntime reads them from one, beside the onnx file`, { folders: [...folders] });
@@ -193,12 +216,19 @@ export async function createOrtSession(model: Uint8Array, options: OrtSessionOpt
   // host (an agent, a server, a test runner): spinning bought no speed alone and, beside a second busy process,
   // made 30 checks take 2.78x their time alone against 1.50x without (lab/bench/beside.ts; docs/speed.md).
   if (options.backend === 'node') sessionOptions.extra = { session: { intra_op: { allow_spinning: '0' } } };
-  const onDisk = externalDataOptions(sessionOptions, options);
+  const urls: string[] = [];
+  const onDisk = await externalDataOptions(sessionOptions, options, urls);
   if (onDisk.length > 0) refuseUnverifiedLocations(model, options.externalData!);
   if (options.backend === 'webgpu' && options.gpuBufferOutputs !== undefined && options.gpuBufferOutputs.length > 0) {
     sessionOptions.preferredOutputLocation = Object.fromEntries(options.gpuBufferOutputs.map((name) => [name, 'gpu-buffer' as const]));
   }
-  const session = await ort.InferenceSession.create(model, sessionOptions);
+  let session: InferenceSession;
+  try {
+    session = await ort.InferenceSession.create(model, sessionOptions);
+  } finally {
+    // onnxruntime-web has read the data into its memory once create settles: the Blobs can go.
+    for (const url of urls) URL.revokeObjectURL(url);
+  }
   await refuseChanged(session, onDisk);
   return {
     backend: options.backend,

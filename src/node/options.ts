@@ -14,7 +14,7 @@ export const NODE_OPTIONS = group(
     modelDir: MODEL_DIR_OPTION,
     modelUrl: MODEL_URL_OPTION,
     cacheDir: option(v.nullable(nonBlank('a directory path, or null')), null, {
-      summary: 'where files fetched from modelUrl are cached by SHA-256; null turns the cache off',
+      summary: 'where files fetched from modelUrl are streamed and cached by SHA-256, weights loaded from there by path (docs/proxies.md, "Weights of any size"); null keeps each file in memory, at most 2 GiB',
       defaultText: '`$XDG_CACHE_HOME/edgearmor` or `~/.cache/edgearmor`',
     }),
     backend: BACKEND_OPTION,

@@ -24,6 +24,8 @@ const ROOT = join(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'src/cli/edgearmor.ts');
 const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const HUB_FIXTURE = fileURLToPath(new URL('../fixtures/tiny-proxy-hub/', import.meta.url));
+const GENAI_FIXTURE = fileURLToPath(new URL('../fixtures/tiny-proxy-genai/', import.meta.url));
+const GENAI_REPO = 'tiny/proxy-genai';
 const MODEL_TIMEOUT_MS = 60_000;
 const CLI_TIMEOUT_MS = 60_000;
 const COMMIT = 'c0ffee'.padEnd(40, '0');
@@ -76,6 +78,7 @@ describe('edgearmor pull', () => {
     hub = await startStandInHub({
       [REPO]: { dir: HUB_FIXTURE, files, commit: COMMIT },
       [REPO_TWO_VARIANTS]: { dir: HUB_FIXTURE, files: files.filter((f) => !/_(fp16|q4f16)\.onnx$/.test(f)), commit: COMMIT },
+      [GENAI_REPO]: { dir: GENAI_FIXTURE, files: repoFiles(GENAI_FIXTURE).filter((f) => f !== 'manifest.json'), commit: COMMIT },
     });
     options = { endpoint: hub.url, cacheDir: mkdtempSync(join(tmpdir(), 'edgearmor-pull-')), token: null };
   });
@@ -196,6 +199,26 @@ describe('edgearmor pull', () => {
     await expect(pullModel(REPO, { ...options, outDir: occupied })).rejects.toThrow(/already exists and is not a pull of "tiny\/proxy-hub" at c0ffee0+ \(q4\); choose a new or empty directory/);
     expect(readdirSync(occupied)).toEqual(['notes.txt']);
   });
+
+  it(
+    "pulls a repository in onnxruntime-genai's layout: genai_config.json, model.onnx and model.onnx.data, the build's variant read from its graph, and the guard checks with it",
+    async () => {
+      const resolved: unknown[] = [];
+      const pulled = await pullModel(GENAI_REPO, { ...options, onProgress: (e) => e.type === 'resolved' && resolved.push(e) });
+      expect(resolved).toEqual([expect.objectContaining({ genai: true, files: expect.arrayContaining([{ path: 'model.onnx.data', size: statSync(join(GENAI_FIXTURE, 'model.onnx.data')).size }]) })]);
+      expect(pulled).toMatchObject({ dir: join(options.cacheDir!, 'models', 'tiny--proxy-genai', COMMIT, 'genai'), variant: 'q4', alreadyPresent: false });
+      expect(repoFiles(pulled.dir)).toEqual(['genai_config.json', 'manifest.json', 'model.onnx', 'model.onnx.data', 'tokenizer.json', 'tokenizer_config.json']);
+      const guard = createNodeGuard({ modelDir: pulled.dir, modelVariant: pulled.variant, backends: ['node'] });
+      try {
+        expect(await guard.ready).toMatchObject({ state: 'ready', model: GENAI_REPO, variant: 'q4' });
+        expect((await guard.check(seed)).reason).toBe('model');
+      } finally {
+        await guard.dispose();
+      }
+      expect(await pullModel(GENAI_REPO, { ...options, variant: 'fp16' })).toMatchObject({ dir: pulled.dir, variant: 'q4', alreadyPresent: true });
+    },
+    MODEL_TIMEOUT_MS,
+  );
 
   it('pulls a chat_template.jinja the repository has, and the loader renders with it', async () => {
     const repoDir = mkdtempSync(join(tmpdir(), 'edgearmor-pull-jinja-'));

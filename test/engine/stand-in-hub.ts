@@ -43,7 +43,7 @@ export interface StandInHub {
 
 /** Tree entries per page, so that the fixture's listing spans pages. */
 const TREE_PAGE = 4;
-const LFS = /\.onnx(_data(_\d+)?)?$/;
+const LFS = /\.onnx(_data(_\d+)?|\.data)?$/;
 
 /** Every file below `dir`, as repository paths. */
 export function repoFiles(dir: string): string[] {
