@@ -129,6 +129,8 @@ export interface ProxyEngine extends Scorer {
   readonly info: EngineInfo;
   readonly tokenizer: ProxyTokenizer;
   score(request: ScoreRequest): Promise<EngineScores>;
+  /** Scores several requests in one run of the model (one prefix trie over all their sequences); each gets what `score` gives it. */
+  scoreMany(requests: readonly ScoreRequest[], signal?: AbortSignal): Promise<EngineScores[]>;
   /** Scores raw token sequences (context ids, then action ids) as given: for baselines that build their own prompts. */
   scoreTokens(sequences: readonly ScoreSequence[], signal?: AbortSignal): Promise<ScoreResult[]>;
   dispose(): Promise<void>;
@@ -177,6 +179,7 @@ export function engineFromParts(parts: EngineParts): ProxyEngine {
     info,
     tokenizer: parts.tokenizer,
     score: (request) => scoreRequest(parts.tokenizer, info, parts.run, encode, request),
+    scoreMany: (requests, signal) => scoreRequests(parts.tokenizer, info, parts.run, encode, requests, signal),
     scoreTokens: async (sequences, signal) => (await runTokens(sequences, signal)).results,
     dispose: () => parts.dispose(),
   };
@@ -280,13 +283,13 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
   });
 }
 
-async function scoreRequest(
-  tokenizer: ProxyTokenizer,
-  info: EngineInfo,
-  run: SequenceRunner,
-  encode: typeof encodeSegmentedCall,
-  request: ScoreRequest,
-): Promise<EngineScores> {
+/** One request encoded: its sequences for the model, and how their results become its scores (or its sizes, nothing to run). */
+interface PreparedRequest {
+  sequences: ScoreSequence[];
+  finish: (results: readonly ScoreResult[], computedTokens: number) => EngineScores;
+}
+
+async function prepareRequest(tokenizer: ProxyTokenizer, info: EngineInfo, encode: typeof encodeSegmentedCall, request: ScoreRequest): Promise<PreparedRequest> {
   const { variants } = request;
   const budget = Math.min(info.maxContextTokens, request.maxContextTokens ?? Infinity);
   // Long texts are cut to what the window could hold and tokenized in chunks that yield and stop on the signal.
@@ -296,7 +299,8 @@ async function scoreRequest(
   // Too long for the window (the encoder had to cut): a measuring request gets each part's tokens instead of scores.
   if (request.ifTooLong === 'measure' && (encoded.truncation.droppedToolDefinitions || Object.keys(encoded.truncation.shortenedMessages).length > 0)) {
     const sizes = encoded.sizes ?? templateContextSizes(bounded.tokenizer, context);
-    return { logProbs: new Map(), actionLayout: undefined, actionTokenIds: [], layout: { user: [], tools: [], toolResults: [], actionStart: 0 }, truncation: encoded.truncation, computedTokens: 0, sizes };
+    const measured: EngineScores = { logProbs: new Map(), actionLayout: undefined, actionTokenIds: [], layout: { user: [], tools: [], toolResults: [], actionStart: 0 }, truncation: encoded.truncation, computedTokens: 0, sizes };
+    return { sequences: [], finish: () => measured };
   }
   if (Object.keys(bounded.cutChars).length > 0) encoded.truncation.charsCutBeforeTokenizing = bounded.cutChars;
   const { action } = encoded;
@@ -311,22 +315,65 @@ async function scoreRequest(
     if (context.messages[r.messageIndex] === undefined) throw new InvalidInputError(`replacement "${r.id}": received message index ${r.messageIndex}; allowed: 0 to ${context.messages.length - 1}`, { messageIndex: r.messageIndex });
     sequences.push({ context: [...encoded.contextIds(all, new Set(), r), ...action.prefix], action: action.ids, withAttention: false });
   }
-  const { results, computedTokens } = await run(sequences, request.signal);
-
-  const logProbs = new Map<string, Float64Array>();
-  variants.forEach((v, i) => logProbs.set(v.id, results[i]!.tokenLogProbs));
-  replacements.forEach((r, i) => logProbs.set(r.id, results[variants.length + i]!.tokenLogProbs));
-  const fullIndex = variants.findIndex((v) => v.kind === 'full');
-  const attention = fullIndex >= 0 ? results[fullIndex]!.attention : undefined;
-  return {
-    logProbs,
-    actionLayout: encoded.actionLayout,
-    actionTokenIds: action.ids,
-    ...(attention ? { attention } : {}),
-    layout: encoded.layout,
-    truncation: encoded.truncation,
-    computedTokens,
+  const finish = (results: readonly ScoreResult[], computedTokens: number): EngineScores => {
+    const logProbs = new Map<string, Float64Array>();
+    variants.forEach((v, i) => logProbs.set(v.id, results[i]!.tokenLogProbs));
+    replacements.forEach((r, i) => logProbs.set(r.id, results[variants.length + i]!.tokenLogProbs));
+    const fullIndex = variants.findIndex((v) => v.kind === 'full');
+    const attention = fullIndex >= 0 ? results[fullIndex]!.attention : undefined;
+    return {
+      logProbs,
+      actionLayout: encoded.actionLayout,
+      actionTokenIds: action.ids,
+      ...(attention ? { attention } : {}),
+      layout: encoded.layout,
+      truncation: encoded.truncation,
+      computedTokens,
+    };
   };
+  return { sequences, finish };
+}
+
+async function scoreRequest(
+  tokenizer: ProxyTokenizer,
+  info: EngineInfo,
+  run: SequenceRunner,
+  encode: typeof encodeSegmentedCall,
+  request: ScoreRequest,
+): Promise<EngineScores> {
+  const prepared = await prepareRequest(tokenizer, info, encode, request);
+  if (prepared.sequences.length === 0) return prepared.finish([], 0);
+  const { results, computedTokens } = await run(prepared.sequences, request.signal);
+  return prepared.finish(results, computedTokens);
+}
+
+/**
+ * Several requests in one run of the model: their sequences go to the runner together, so on the prefix path
+ * one trie spans them all and a prefix they share (the calls of one conversation) is computed once. Each
+ * request's scores are those it gets alone; `computedTokens` of the run is the first scored request's (the
+ * others' are 0), so the sum over the batch is what the model computed.
+ */
+async function scoreRequests(
+  tokenizer: ProxyTokenizer,
+  info: EngineInfo,
+  run: SequenceRunner,
+  encode: typeof encodeSegmentedCall,
+  requests: readonly ScoreRequest[],
+  signal: AbortSignal | undefined,
+): Promise<EngineScores[]> {
+  const prepared: PreparedRequest[] = [];
+  for (const request of requests) prepared.push(await prepareRequest(tokenizer, info, encode, request));
+  const sequences = prepared.flatMap((p) => p.sequences);
+  const { results, computedTokens } = sequences.length > 0 ? await run(sequences, signal) : { results: [], computedTokens: 0 };
+  let offset = 0;
+  let charged = false;
+  return prepared.map((p) => {
+    const mine = results.slice(offset, offset + p.sequences.length);
+    offset += p.sequences.length;
+    const owed = p.sequences.length > 0 && !charged;
+    if (owed) charged = true;
+    return p.finish(mine, owed ? computedTokens : 0);
+  });
 }
 
 async function runSequences(
