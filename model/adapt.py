@@ -46,6 +46,10 @@ VALIDATION_TRAFFIC_SEQUENCES = 64
 GENERATOR_VALIDATION_CASES = 32
 WARMUP_STEPS = 20
 PROGRESS_EVERY_S = 10.0
+# What the export (fp32 ONNX, q4, manifest) is given at the end of --wall-minutes: a multiple of the time importing
+# the base took (the same graph read the other way, plus quantizing), and at least a floor.
+EXPORT_RESERVE_IMPORTS = 6.0
+EXPORT_RESERVE_FLOOR_S = 8.0
 
 
 class BadInput(Exception):
@@ -65,6 +69,9 @@ def parse_args(argv=None):
     ap.add_argument("--work", required=True, help="folder with the inputs; the outputs go there too")
     ap.add_argument("--base", help="model directory to start from (config.json, tokenizer, onnx/model.onnx); not read with --plant-only")
     ap.add_argument("--train-minutes", type=float, help="wall-time budget of training, evaluations included; not read with --plant-only")
+    ap.add_argument("--wall-minutes", type=float,
+                    help="wall time of the whole run from its start (import, data, evaluations, training, export): training "
+                         "stops early enough for the final evaluation and the export to fit; none when absent")
     ap.add_argument("--seed", type=int, default=1, help="data, planting and batch order")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--families", default="all", choices=["train", "all"],
@@ -145,7 +152,7 @@ def write_holdout_cases(args, inputs: dict) -> list[dict]:
 def build_data(args, inputs: dict, tok) -> dict:
     """Holdout cases (written), encoded training and validation sequences and their counts."""
     import train
-    from data import counterfactuals, request_counterfactual
+    from data import call_windows, counterfactuals, request_counterfactual
     from scramble import scramble_values
 
     rng = random.Random(f"{args.seed}:adapt-encode")
@@ -165,7 +172,10 @@ def build_data(args, inputs: dict, tok) -> dict:
     holdout = write_holdout_cases(args, inputs)
 
     trained = trained_conversations(inputs)
-    lm = [c for c in map(plant.language_model_part, trained) if len(c["messages"]) > 1]
+    # A conversation longer than the window is learnt as the windows that cover its calls (data.call_windows), not
+    # cut to its last window.
+    lm_conversations = [c for c in map(plant.language_model_part, trained) if len(c["messages"]) > 1]
+    lm = [w for c in lm_conversations for w in call_windows(tok, c, args.max_len)]
     planted = plant.training_cases(trained, args.families, args.seed)
     cf = [x for c in planted for x in counterfactuals(c)]
     rq_rng = random.Random(f"{args.seed}:adapt-rq")
@@ -207,7 +217,7 @@ def build_data(args, inputs: dict, tok) -> dict:
     hk = {}
     for c in holdout:
         hk[c["kind"]] = hk.get(c["kind"], 0) + 1
-    counts = {"traffic_train_conversations": len(trained), "traffic_unscreened_conversations": len(inputs["train"]) - len(trained),
+    counts = {"traffic_train_conversations": len(trained), "lm_conversations": len(lm_conversations), "traffic_unscreened_conversations": len(inputs["train"]) - len(trained),
               "traffic_holdout_conversations": len(inputs["holdout"]),
               "call_sites": sum(len(plant.call_sites(c)) for c in trained), "lm": len(lm),
               "planted": kinds, "counterfactual": len(cf), "request_counterfactual": len(rq),
@@ -264,12 +274,15 @@ def main(argv=None) -> int:
 
     emit("stage", stage="import", seconds=since())
     base_run = os.path.join(args.work, "base-run")
+    t_import = time.time()
     try:
         n_tensors = import_model(args.base, base_run)
     except Exception as e:  # a config or an onnx file that does not describe a proxy
         say(f"edgearmor adapt: cannot import {args.base}: {e}")
         return 2
-    say(f"imported {n_tensors} tensors from {args.base}")
+    import_seconds = time.time() - t_import
+    export_reserve = max(EXPORT_RESERVE_FLOOR_S, EXPORT_RESERVE_IMPORTS * import_seconds)
+    say(f"imported {n_tensors} tensors from {args.base} in {import_seconds:.1f}s")
     tok = bpe.Tokenizer.load(os.path.join(base_run, "tokenizer.json"))
 
     emit("stage", stage="data", seconds=since())
@@ -312,7 +325,14 @@ def main(argv=None) -> int:
 
     validate()
     base_eval = log["evals"][0]
-    # The budget is training's: the base model's evaluation above is a measurement, not part of it.
+    # Training's budget: --train-minutes, and within --wall-minutes what is left after one more evaluation (the
+    # final one, as long as the base's) and the export.
+    one_eval = base_eval["seconds"]
+    if args.wall_minutes is not None:
+        left = args.wall_minutes * 60 - (time.time() - t0) - one_eval - export_reserve
+        budget = max(0.0, min(budget, left / 60))
+    log["budget"] = {"train_minutes": budget, "eval_seconds": one_eval, "export_reserve_seconds": export_reserve,
+                     "wall_minutes": args.wall_minutes, "before_training_seconds": round(time.time() - t0, 2)}
     t_train = time.time()
     eval_seconds[0] = 0.0
     rng = random.Random(f"{args.seed}:adapt-batches")
@@ -335,7 +355,8 @@ def main(argv=None) -> int:
                        "tokensPerSecond": round(tokens_seen / max(time.time() - t_train, 1e-9))}
                 log["progress"].append(rec)
                 emit("progress", **rec)
-            if time.time() - last_eval >= args.eval_every_minutes * 60 and not interrupted:
+            # An evaluation that would run past the budget is left to the final one.
+            if time.time() - last_eval >= args.eval_every_minutes * 60 and not interrupted and minutes() + one_eval / 60 < budget:
                 validate()
                 last_eval = time.time()
     train_minutes = minutes()

@@ -72,6 +72,7 @@ def encode_case(tok: Tokenizer, case: dict, max_len: int, rng: random.Random, wi
     # poisoned one (what drove the call) and as many others as fit, drawn at random; only then does it drop them
     # all. Dropping every definition of a 10-30-tool client never taught the proxy to read descriptions at all.
     keep_tools = {name for name in ((case.get("action") or {}).get("name"), case.get("poisoned_tool")) if name}
+    keep_tools |= set(case.get("keep_tools") or [])
     tool_names = [t.get("name") for t in (case.get("tools") or [])] if with_tools else []
     defs = [i for i, e in enumerate(enc) if e[0] == "tool_def"]
     if total() > max_len and len(defs) > 1:
@@ -125,6 +126,50 @@ def encode_case(tok: Tokenizer, case: dict, max_len: int, rng: random.Random, wi
     # The action group ends <|call|> json <|end|>: its JSON tokens are the len(marks) ids before the last.
     unlikely = [0.0] * (len(ids) - 1 - len(marks)) + [UNLIKELY_WEIGHT * m for m in marks] + [0.0]
     return Example(ids, weights, unlikely)
+
+
+def _segment_tokens(tok: Tokenizer, segs) -> int:
+    return sum(len(tok.encode_segments([seg])) for seg in segs)
+
+
+def call_windows(tok: Tokenizer, case: dict, max_len: int, margin: int = 16) -> list[dict]:
+    """A conversation too long for the window as the windows that cover its calls, each ending with an agent turn
+    that makes calls and holding what precedes it.
+
+    Truncating a long conversation whole keeps its last window and loses every earlier call. Instead: from the
+    last turn with calls backwards, a window takes the turns before it while they fit (after the system prompt and
+    the first user turn, which every window keeps), then the next window ends at the latest call turn before it,
+    until every call turn is in one. Each window keeps the definitions of the tools its calls use (`keep_tools`:
+    encode_case drops the others first). A conversation that fits is returned as it is.
+    """
+    msgs = case["messages"]
+    sizes = [_segment_tokens(tok, segments([m])[1:]) for m in msgs]
+    tool_sizes = {t.get("name"): _segment_tokens(tok, segments([], [t])[1:]) for t in case.get("tools") or []}
+    if 1 + sum(sizes) + sum(tool_sizes.values()) <= max_len:
+        return [case]
+    first_user = next((i for i, m in enumerate(msgs) if m["role"] == "user"), -1)
+    head = [i for i in range(first_user + 1) if msgs[i]["role"] in ("system", "user")]
+    head_tokens = 1 + sum(sizes[i] for i in head)
+    call_turns = [i for i, m in enumerate(msgs) if i > first_user and m["role"] == "assistant" and m.get("tool_calls")]
+    windows = []
+    end = call_turns[-1] if call_turns else None
+    while end is not None:
+        called = set()
+        used = head_tokens + margin
+        start = end + 1
+        while start - 1 > first_user:
+            i = start - 1
+            names = {c["name"] for c in msgs[i].get("tool_calls") or []} if msgs[i]["role"] == "assistant" else set()
+            extra = sizes[i] + sum(tool_sizes.get(n, 0) for n in names - called)
+            if start <= end and used + extra > max_len:
+                break
+            used += extra
+            called |= names
+            start = i
+        windows.append(dict(case, messages=[msgs[i] for i in head] + msgs[start:end + 1], keep_tools=sorted(called)))
+        end = next((i for i in reversed(call_turns) if i < start), None)
+    windows.reverse()
+    return windows
 
 
 def copy_drill(rng: random.Random, first_id: int, vocab_size: int, bos_id: int) -> Example:

@@ -280,5 +280,39 @@ class WindowedToolsTest(unittest.TestCase):
         self.assertTrue(0 < others < 29, others)
 
 
+class CallWindowsTest(unittest.TestCase):
+    """A conversation longer than the window is learnt as windows covering every call (model/data.py call_windows)."""
+
+    def test_a_long_conversation_becomes_windows_that_cover_every_call_with_what_precedes_it(self):
+        from bpe import Tokenizer
+        from data import call_windows, encode_case
+        tok = Tokenizer.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "public", "models", "edgearmor-proxy", "tokenizer.json"))
+        msgs = [{"role": "system", "content": "You help with mail and money."},
+                {"role": "user", "content": "Pay everyone on my list and mail each of them a receipt."}]
+        for i in range(12):
+            msgs.append({"role": "assistant", "content": "", "tool_calls": [{"name": "send_money", "arguments": {"recipient": f"DE{i:020d}", "amount": 10 + i}}]})
+            msgs.append({"role": "tool", "tool_name": "send_money", "content": f"Payment {i} done. " + "Details of the transfer follow. " * 12})
+            msgs.append({"role": "assistant", "content": "", "tool_calls": [{"name": "send_email", "arguments": {"to": f"p{i}@example.com", "subject": f"Receipt {i}"}}]})
+            msgs.append({"role": "tool", "tool_name": "send_email", "content": "Sent."})
+        case = {"id": "long", "messages": msgs, "tools": TOOLS}
+        windows = call_windows(tok, case, 512)
+        self.assertGreater(len(windows), 2)
+        call_turns = [m for m in msgs if m["role"] == "assistant"]
+        covered = [m for w in windows for m in w["messages"] if m["role"] == "assistant"]
+        # Every call turn in exactly one window, in order.
+        self.assertEqual([id(m) for m in covered], [id(m) for m in call_turns])
+        for w in windows:
+            # Each keeps the system prompt and the request, ends with a call, and fits the window with its tools.
+            self.assertEqual(w["messages"][:2], msgs[:2])
+            self.assertTrue(w["messages"][-1].get("tool_calls"))
+            self.assertEqual(w["keep_tools"], sorted({c["name"] for m in w["messages"] for c in m.get("tool_calls") or []}))
+            # Its turns fit the window whole: nothing the encoder would have to cut.
+            whole = encode_case(tok, w, 100_000, random.Random(0), False, False)
+            self.assertLessEqual(len(whole.ids), 512)
+        # A conversation that fits stays whole.
+        short = {"id": "short", "messages": msgs[:4], "tools": TOOLS}
+        self.assertEqual(call_windows(tok, short, 512), [short])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -4,7 +4,7 @@
  */
 import { isMainThread } from 'node:worker_threads';
 import { backendRequest, checkBackendRequest, planBackends } from './core/backend-plan.js';
-import { createConductor, type LocalGuard } from './core/conductor.js';
+import { createConductor, type ConductorGuard } from './core/conductor.js';
 import type { GuardOptions } from './core/options.js';
 import { splitRuntimeOptions, type ModelRuntimeOptions } from './core/runtime-options.js';
 import { validateFactoryOptions } from './core/shell-options.js';
@@ -31,12 +31,14 @@ export type NodeIsolation = NonNullable<NodeShellOptions['isolation']>;
 
 const NODE_OPTION_KEYS = Object.keys(NODE_OPTIONS.entries) as Array<keyof NodeShellOptions>;
 
+export type { ConductorGuard } from './core/conductor.js';
+
 /**
  * Creates a guard for this Node process: the core's conductor over onnxruntime-node, in a child process
  * with `isolation: 'process'`, else here (wasm where the core's planner says so: in a worker thread,
  * terminating a native run would abort the process).
  */
-export function createNodeGuard(options: NodeGuardOptions = {}): LocalGuard {
+export function createNodeGuard(options: NodeGuardOptions = {}): ConductorGuard {
   // Refused now, not at load: bad options are the caller's bug.
   validateFactoryOptions(NODE_OPTIONS, options as Record<string, unknown>);
   const { guard, runtime } = splitRuntimeOptions(options, NODE_OPTION_KEYS);

@@ -23,14 +23,16 @@ import { InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { countFamiliarity, emptyFamiliarity } from '../core/familiarity.js';
 import { quantile } from '../core/metrics.js';
 import type { Guard } from '../core/guard-api.js';
+import type { ConductorGuard } from '../core/conductor.js';
 import { resolveOptions } from '../core/options.js';
 import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
 import { iterateCases } from '../scenarios/index.js';
-import { holdoutSize, measureCheckSeconds, scoreAll } from './holdout.js';
+import { HOLDOUT_TIME_SHARE, holdoutPlan, measureCheckSeconds, scoreByConversation, type ScoredCase } from './holdout.js';
 import { measureTorch, slowTorchAdvice } from './machine.js';
-import { conversationRecord, jsonl, plantArgs, plantCases, readPlantableTraffic, shuffled } from './planting.js';
+import { conversationRecord, jsonl, plantArgs, plantCases, readPlantableTraffic } from './planting.js';
 import { findPython, runPython } from './python.js';
-import type { CallSite, Conversation } from './traffic.js';
+import { conversationStrata, stratifiedOrder, stratumCounts } from './sampling.js';
+import type { Conversation } from './traffic.js';
 import { MIN_ADAPT_CONVERSATIONS, type AdaptOptions, type AdaptProgress, type AdaptReport, type ScreenedCall } from './types.js';
 
 export { findPython } from './python.js';
@@ -38,6 +40,17 @@ export { findPython } from './python.js';
 export type { AdaptOptions, AdaptProgress, AdaptReport, ScreenedCall } from './types.js';
 
 const minutesSince = (t: number): number => (Date.now() - t) / 60000;
+
+/** Screening's share of the budget when `training.screenMinutes` does not set it. */
+export const SCREEN_SHARE = 0.2;
+/** Held-out conversations: enough for the planted real calls, at least this many ... */
+const MIN_HOLDOUT_CONVERSATIONS = 10;
+/** ... and at most this share of the conversations with calls (and 150). */
+const MAX_HOLDOUT_SHARE = 0.2;
+/** Share of the planted cases that are real calls, each a call site used once (model/plant.py HOLDOUT_SHARES). */
+const REAL_CALL_SHARE = 0.4;
+/** What writing the model directory (copy, manifest, options) is given at the end of the budget. */
+const WRITE_RESERVE_MINUTES = 0.05;
 
 /** Runs an adaptation end to end and returns its report (also written to OUT/adapt-report.json when a model is written). */
 export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
@@ -63,16 +76,20 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
   const python = findPython(options.python);
   const machine = measureTorch(python, threads);
   progress({ stage: 'machine', matmulGflops: machine.matmulGflops, blas: machine.blas, warning: slowTorchAdvice(machine), minutesLeft: left() });
-  const order = shuffled(withCalls, seed);
-  const nHoldout = Math.min(150, Math.max(10, Math.round(0.2 * withCalls.length)));
-  const holdout = order.slice(0, nHoldout);
-  const train = order.slice(nHoldout);
+  const machineMinutes = minutesSince(start);
+  // Drawn across the traffic (stratified by agent and first tool), so the held-out part and whatever part of the
+  // training traffic screening reaches each hold every stratum at about its share.
+  const strata = conversationStrata(conversations, sitesOf);
+  const stratumOf = (c: Conversation): string => strata.get(c)!;
+  const order = stratifiedOrder(withCalls, stratumOf, seed);
 
   const work = mkdtempSync(join(tmpdir(), 'edgearmor-adapt-'));
+  let holdout: Conversation[] = [];
+  let train: Conversation[] = [];
   const { createNodeGuard } = await import('../node.js');
   const baseOptions = resolveOptions({});
   const base = createNodeGuard({ modelDir: baseModel });
-  let adapted: Guard | null = null;
+  let adapted: ConductorGuard | null = null;
   const baseThresholds = thresholdsOf(baseOptions);
   const search = { ...DEFAULT_CALIBRATION_SEARCH, targetFpr, preferredUserWeight: baseOptions.userWeight, current: baseThresholds };
   const lmOnly = conversations.filter((c) => sitesOf.get(c)!.length === 0);
@@ -84,8 +101,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
       join(work, 'traffic-train.jsonl'),
       jsonl([...train, ...lmOnly].map((c) => ({ ...conversationRecord(c), ...(excluded.has(c) ? { excluded_calls: excluded.get(c) } : {}), ...(unscreened.has(c) ? { unscreened: true } : {}) }))),
     );
-  const pythonArgs = (trainMinutes: number, holdoutCases: number): string[] => [
-    ...plantArgs({ work, seed, threads, families, cases: holdoutCases }), '--base', baseModel, '--train-minutes', trainMinutes.toFixed(3),
+  const pythonArgs = (trainMinutes: number, holdoutCases: number, wallMinutes: number): string[] => [
+    ...plantArgs({ work, seed, threads, families, cases: holdoutCases }), '--base', baseModel, '--train-minutes', trainMinutes.toFixed(3), '--wall-minutes', wallMinutes.toFixed(3),
     ...(options.training?.maxLen ? ['--max-len', String(options.training.maxLen)] : []),
     ...(options.training?.batchTokens ? ['--batch-tokens', String(options.training.batchTokens)] : []),
   ];
@@ -96,32 +113,42 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
   };
   try {
     // 2. The held-out cases (planted into held-out conversations), scored by the base guard first: its
-    //    recalibrated point is the one the training traffic is screened at.
+    //    recalibrated point is the one the training traffic is screened at. As many as the operating point
+    //    needs (holdoutPlan), in as few conversations as hold their real calls.
+    const secondsPerCheck = await measureCheckSeconds(base, order.slice(0, 3).flatMap((c) => sitesOf.get(c)!.slice(0, 1).map((s) => s.input)), options.signal);
+    const plan = holdoutPlan(budget, secondsPerCheck, targetFpr);
+    const holdoutCases = options.training?.holdoutCases ?? plan.cases;
+    const maxHoldout = Math.min(150, Math.max(MIN_HOLDOUT_CONVERSATIONS, Math.round(MAX_HOLDOUT_SHARE * withCalls.length)));
+    let realSites = 0;
+    let nHoldout = 0;
+    while (nHoldout < maxHoldout && (nHoldout < MIN_HOLDOUT_CONVERSATIONS || realSites < Math.ceil(REAL_CALL_SHARE * holdoutCases))) realSites += sitesOf.get(order[nHoldout++]!)!.length;
+    holdout = order.slice(0, nHoldout);
+    train = order.slice(nHoldout);
     writeTrain(new Map(), new Set());
     const nGenerator = options.training?.generatorCases ?? 3000;
     writeFileSync(join(work, 'generator-train.jsonl'), jsonl([...iterateCases({ split: 'train', seed: seed + 100, n: nGenerator })]));
     writeFileSync(join(work, 'generator-validation.jsonl'), jsonl([...iterateCases({ split: 'validation', seed: seed + 101, n: Math.max(20, Math.round(nGenerator / 10)) })]));
     const generatorProbe = [...iterateCases({ split: 'test', seed: seed + 102, n: options.training?.probeCases ?? 30 })].map((g) => ({ label: g.label, input: parseGuardInput(g) }));
-    // About a tenth of the budget for each guard's held-out scoring, at the base guard's time on real held-out calls.
-    const holdoutCases = options.training?.holdoutCases ?? holdoutSize(budget, await measureCheckSeconds(base, holdout.flatMap((c) => sitesOf.get(c)!.slice(0, 1).map((s) => s.input)), options.signal));
+    const plantStart = Date.now();
     const { cases, text: holdoutText } = await plantCases({ python, work, holdout, seed, families, cases: holdoutCases, threads, onEvent: onPython, ...(options.signal ? { signal: options.signal } : {}) });
+    const plantMinutes = minutesSince(plantStart);
     const scoreStart = Date.now();
     let done = 0;
     const total = 2 * (cases.length + generatorProbe.length);
     const tick = (): void => progress({ stage: 'score', done: ++done, total, minutesLeft: left() });
-    const baseScored = await scoreAll(base, cases, baseOptions, tick, options.signal);
+    // Its share of the budget and half as much again (the measured time a check is a first guess); a run cut short scores whole conversations.
+    const baseScored = await scoreByConversation(base, cases, baseOptions, tick, options.signal, scoreStart + 1.5 * HOLDOUT_TIME_SHARE * budget * 60000);
+    const baseHoldoutMinutes = minutesSince(scoreStart);
     const baseCases = baseScored.map((x) => x.e);
     const basePoint = operatingPoint(baseCases, baseThresholds);
     const baseRecalibrated = chooseOperatingPoint(baseCases, search).chosen;
     const screenPoint = options.screen === 'default' ? basePoint : baseRecalibrated;
-    let scoreMs = Date.now() - scoreStart;
-    const secondsPerCheck = scoreMs / 1000 / Math.max(1, cases.length);
 
-    // 3. Screening the training traffic, within about a third of the budget; unscreened conversations are
-    //    not used. A call blocked at the screening point is never a user-driven example, and its
-    //    conversation is language-modelling data only up to it.
+    // 3. Screening the training traffic within its share of the budget, a conversation's calls in one run of the
+    //    model, in the stratified order; unscreened conversations are not used. A call blocked at the screening
+    //    point is never a user-driven example, and its conversation is language-modelling data only up to it.
     const screenStart = Date.now();
-    const screenBudget = options.training?.screenMinutes ?? budget * 0.3;
+    const screenBudget = options.training?.screenMinutes ?? budget * SCREEN_SHARE;
     const blockedCalls: ScreenedCall[] = [];
     const excluded = new Map<Conversation, Array<[number, number]>>();
     const used: Conversation[] = [];
@@ -133,57 +160,59 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
         continue;
       }
       if (minutesSince(screenStart) > screenBudget || options.signal?.aborted) break;
-      for (const site of sitesOf.get(conversation)! as CallSite[]) {
-        const verdict = await base.check(site.input);
+      const sites = sitesOf.get(conversation)!;
+      const verdicts = await base.checkMany(sites.map((site) => site.input), options.signal ? { signal: options.signal } : {});
+      sites.forEach((site, i) => {
+        const verdict = verdicts[i]!;
         progress({ stage: 'screen', done: ++checks, total: totalSites, minutesLeft: left() });
         const evidence = evidenceOf(verdict, baseOptions, site.input.messages.every((m) => m.role !== 'tool'));
         if (blockedAt(evidence, screenPoint)) {
           blockedCalls.push({ line: conversation.line, conversation: conversation.id, messageIndex: site.messageIndex, callIndex: site.callIndex, tool: site.input.action.name, reason: verdict.reason });
           excluded.set(conversation, [...(excluded.get(conversation) ?? []), [site.messageIndex, site.callIndex]]);
         }
-      }
+      });
       used.push(conversation);
     }
     options.signal?.throwIfAborted();
     const screenMinutes = minutesSince(screenStart);
 
-    // 4. The fine-tune, in what is left less the adapted guard's scoring and the export.
+    // 4. The fine-tune: model/adapt.py gets a wall time for all of its work (data, evaluations, training, export),
+    //    what is left less the adapted guard's held-out scoring (timed as the base's was) and writing the model.
     const screened = new Set(used);
     writeTrain(excluded, new Set(train.filter((c) => !screened.has(c))));
-    const scoreEstimate = (1.2 * (cases.length + 2 * generatorProbe.length) * secondsPerCheck) / 60 + Math.min(0.5, 0.05 * budget);
-    const trainMinutes = options.training?.trainMinutes ?? left() - scoreEstimate - Math.min(1.5, 0.1 * budget);
-    if (trainMinutes < 0.02) {
+    const adaptedEstimate = 1.2 * baseHoldoutMinutes + (2 * generatorProbe.length * secondsPerCheck) / 60;
+    const pythonMinutes = left() - adaptedEstimate - WRITE_RESERVE_MINUTES;
+    if (pythonMinutes < 0.05) {
       throw new InvalidOptionsError(
-        `--minutes ${budget} leaves no time to train after held-out scoring and screening (${minutesSince(start).toFixed(1)} min so far, ~${scoreEstimate.toFixed(1)} min of scoring to come); give more minutes or less traffic.`,
+        `--minutes ${budget} leaves no time to train after held-out scoring and screening (${minutesSince(start).toFixed(1)} min so far, ~${adaptedEstimate.toFixed(1)} min of scoring to come); give more minutes or less traffic.`,
         { option: 'minutes' },
       );
     }
+    const trainMinutes = Math.min(options.training?.trainMinutes ?? pythonMinutes, pythonMinutes);
     const trainStart = Date.now();
-    await runPython(python, pythonArgs(trainMinutes, holdoutCases), threads, join(work, 'adapt-py.log'), onPython, options.signal);
+    await runPython(python, pythonArgs(trainMinutes, holdoutCases, pythonMinutes), threads, join(work, 'adapt-py.log'), onPython, options.signal);
     const trainWallMinutes = minutesSince(trainStart);
     if (readFileSync(join(work, 'holdout-cases.jsonl'), 'utf8') !== holdoutText) {
       throw new ModelLoadError('model/adapt.py planted different held-out cases in training than it gave for scoring; the calibration would not describe the model (a bug: please report it).');
     }
     const training = JSON.parse(readFileSync(join(work, 'train-log.json'), 'utf8')) as Record<string, unknown>;
 
-    // 5. The adapted guard scores the same held-out cases; both score a probe of generated cases (forgetting).
+    // 5. The adapted guard scores the cases the base scored, up to the budget's end less writing; the base and the
+    //    adapted model are compared on the cases both scored. Both check a probe of generated cases (forgetting).
     const adaptedStart = Date.now();
+    const deadline = start + (budget - WRITE_RESERVE_MINUTES) * 60000;
     const candidateDir = join(work, 'candidate');
     adapted = createNodeGuard({ modelDir: candidateDir });
-    const adaptedScored = await scoreAll(adapted, cases, baseOptions, tick);
-    const probeRates = async (guard: Guard) => {
-      let tp = 0, fp = 0, pos = 0, neg = 0;
-      for (const p of generatorProbe) {
-        const v = await guard.check(p.input);
-        tick();
-        if (p.label === 'injected') { pos++; if (v.decision === 'block') tp++; } else { neg++; if (v.decision === 'block') fp++; }
-      }
-      return { tpr: pos ? tp / pos : 0, fpr: neg ? fp / neg : 0 };
-    };
-    const generator = { cases: generatorProbe.length, base: await probeRates(base), adapted: await probeRates(adapted) };
-    scoreMs += Date.now() - adaptedStart;
-    const scoreMinutes = scoreMs / 60000;
-
+    const probeMs = 2 * generatorProbe.length * secondsPerCheck * 1000;
+    const adaptedScored = await scoreByConversation(adapted, baseScored.map((x) => x.c), baseOptions, tick, options.signal, deadline - probeMs);
+    const holdoutAdaptedMinutes = minutesSince(adaptedStart);
+    const generator = await probeRates(base, adapted, generatorProbe, tick, deadline);
+    const scoreMinutes = baseHoldoutMinutes + minutesSince(adaptedStart);
+    const reached = new Set(adaptedScored.map((x) => x.c));
+    const basePaired: ScoredCase[] = baseScored.filter((x) => reached.has(x.c));
+    const cutShort = basePaired.length < baseScored.length;
+    const baseCompared = cutShort ? operatingPoint(basePaired.map((x) => x.e), baseThresholds) : basePoint;
+    const baseRecalibratedCompared = cutShort ? chooseOperatingPoint(basePaired.map((x) => x.e), search).chosen : baseRecalibrated;
     const adaptedCases = adaptedScored.map((x) => x.e);
     const replayMismatches = [...baseScored, ...adaptedScored].filter((x) => x.blocked !== blockedAt(x.e.evidence, baseThresholds)).length;
     const adaptedChoice = chooseOperatingPoint(adaptedCases, search);
@@ -191,13 +220,13 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     const adaptedAtBaseOptions = operatingPoint(adaptedCases, baseThresholds);
     const byAttackerValue: AdaptReport['holdout']['byAttackerValue'] = {};
     for (const source of ['recurring', 'fresh']) {
-      const idx = baseScored.flatMap((x, i) => (x.c.label === 'injected' && x.c.attacker_value_source === source ? [i] : []));
+      const idx = basePaired.flatMap((x, i) => (x.c.label === 'injected' && x.c.attacker_value_source === source ? [i] : []));
       if (idx.length === 0) continue;
-      const at = (scored: typeof baseScored, point: OperatingThresholds) => idx.filter((i) => blockedAt(scored[i]!.e.evidence, point)).length / idx.length;
-      byAttackerValue[source] = { base: at(baseScored, basePoint), adapted: at(adaptedScored, adaptedPoint), n: idx.length };
+      const at = (scored: readonly ScoredCase[], point: OperatingThresholds) => idx.filter((i) => blockedAt(scored[i]!.e.evidence, point)).length / idx.length;
+      byAttackerValue[source] = { base: at(basePaired, baseCompared), adapted: at(adaptedScored, adaptedPoint), n: idx.length };
     }
 
-    const refusal = worseThanBase(basePoint, adaptedPoint);
+    const refusal = worseThanBase(baseCompared, adaptedPoint);
     const report: AdaptReport = {
       schema: 1,
       created: new Date().toISOString(),
@@ -215,17 +244,20 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
         screenPoint: { userWeight: screenPoint.userWeight, tau: screenPoint.tau },
         usedConversations: used.length,
         unscreenedConversations: train.length - used.length,
+        screenedByStratum: stratumCounts(train, screened, stratumOf).map(({ stratum, conversations: n, reached: k }) => ({ stratum, conversations: n, screened: k })),
         blockedCalls,
       },
-      training: { ...pick(training, ['examples', 'tokens', 'train_tokens', 'tokens_seen', 'steps_done', 'best_step', 'train_minutes', 'losses', 'counts', 'evals']), wallMinutes: trainWallMinutes },
+      training: { ...pick(training, ['examples', 'tokens', 'train_tokens', 'tokens_seen', 'steps_done', 'best_step', 'train_minutes', 'losses', 'counts', 'evals', 'budget', 'export_seconds', 'quantize_seconds']), wallMinutes: trainWallMinutes },
       holdout: {
         cases: cases.length,
+        scored: { base: baseScored.length, adapted: adaptedScored.length },
+        plan: { ...plan, secondsPerCheck },
         injected: cases.filter((c) => c.label === 'injected').length,
         benign: cases.filter((c) => c.label === 'benign').length,
         realCalls: adaptedCases.filter((c) => c.real).length,
         families,
-        base: basePoint,
-        baseRecalibrated,
+        base: baseCompared,
+        baseRecalibrated: baseRecalibratedCompared,
         adapted: adaptedPoint,
         adaptedAtBaseOptions,
         byAttackerValue,
@@ -238,9 +270,21 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
       },
       generator,
       chosen: { ...thresholdsOf(resolveOptions(pointOptions(adaptedPoint, adaptedChoice.signals))), targetFpr },
-      minutes: { screen: screenMinutes, train: trainWallMinutes, score: scoreMinutes, total: minutesSince(start), budget },
+      minutes: {
+        machine: machineMinutes,
+        plant: plantMinutes,
+        holdoutBase: baseHoldoutMinutes,
+        screen: screenMinutes,
+        train: trainWallMinutes,
+        holdoutAdapted: holdoutAdaptedMinutes,
+        score: scoreMinutes,
+        write: 0,
+        total: minutesSince(start),
+        budget,
+      },
       machine,
     };
+    const writeStart = Date.now();
     if (report.written) {
       mkdirSync(out, { recursive: true });
       cpSync(candidateDir, out, { recursive: true });
@@ -252,6 +296,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
       // The description margins and AIR thresholds chosen with (w, tau) where the held-out checks carried those signals.
       await writeModelOptions(out, { ...pointOptions(adaptedPoint, adaptedChoice.signals), familiarityThreshold: null }, { source: 'edgearmor adapt', created: report.created });
     }
+    report.minutes.write = minutesSince(writeStart);
     report.minutes.total = minutesSince(start);
     if (options.keepWork) writeFileSync(join(work, 'adapt-report.json'), `${JSON.stringify(report, null, 2)}\n`);
     return Object.assign(report, options.keepWork ? { work } : {});
@@ -260,6 +305,31 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     await adapted?.dispose();
     if (!options.keepWork) rmSync(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * The generator probe's rates with each guard (a forgetting check): the same cases with both, one case at a
+ * time with each, stopping at `deadlineMs`.
+ */
+async function probeRates(base: Guard, adapted: Guard, probe: ReadonlyArray<{ label: string; input: unknown }>, tick: () => void, deadlineMs: number): Promise<NonNullable<AdaptReport['generator']>> {
+  const counts = { base: { tp: 0, fp: 0 }, adapted: { tp: 0, fp: 0 } };
+  let pos = 0;
+  let neg = 0;
+  for (const p of probe) {
+    if (Date.now() > deadlineMs) break;
+    const verdicts = { base: await base.check(p.input), adapted: await adapted.check(p.input) };
+    tick();
+    tick();
+    if (p.label === 'injected') pos++;
+    else neg++;
+    for (const k of ['base', 'adapted'] as const) {
+      if (verdicts[k].decision !== 'block') continue;
+      if (p.label === 'injected') counts[k].tp++;
+      else counts[k].fp++;
+    }
+  }
+  const rates = (c: { tp: number; fp: number }) => ({ tpr: pos ? c.tp / pos : 0, fpr: neg ? c.fp / neg : 0 });
+  return { cases: pos + neg, base: rates(counts.base), adapted: rates(counts.adapted) };
 }
 
 /** The log-probability per action token of each real held-out call the model judged. */

@@ -6,6 +6,8 @@ import { callLogProbPerToken } from '../core/familiarity.js';
 import type { Guard } from '../core/guard-api.js';
 import type { ResolvedGuardOptions } from '../core/options.js';
 import type { GuardInput } from '../core/types.js';
+import type { Verdict } from '../core/verdict.js';
+import type { ConductorGuard } from '../core/conductor.js';
 
 /** One planted or real held-out check. */
 export interface HoldoutCase {
@@ -36,6 +38,24 @@ export function readHoldoutCases(path: string): HoldoutCase[] {
     });
 }
 
+/** One scored held-out case: its calibration evidence, whether the guard blocked it at its own options, how well it predicted the call. */
+export interface ScoredCase {
+  c: HoldoutCase;
+  e: CalibrationCase;
+  blocked: boolean;
+  logProbPerToken: number | null;
+}
+
+function scoredCase(c: HoldoutCase, verdict: Verdict, options: ResolvedGuardOptions): ScoredCase {
+  const before = c.input.messages.every((m) => m.role !== 'tool');
+  return {
+    c,
+    e: { label: c.label, real: c.kind === 'benign' || c.kind === 'benign_copy', conversation: c.conversation, evidence: evidenceOf(verdict, options, before) },
+    blocked: verdict.decision === 'block',
+    logProbPerToken: verdict.reason === 'model' ? callLogProbPerToken(verdict.attribution) : null,
+  };
+}
+
 /**
  * Each case's verdict as calibration evidence, whether the guard blocked it at its own options, and how well
  * it predicted the call; in order, stopping before the first case that starts after `deadlineMs` (epoch ms).
@@ -47,31 +67,91 @@ export async function scoreAll(
   onTick: () => void,
   signal?: AbortSignal,
   deadlineMs = Infinity,
-): Promise<Array<{ c: HoldoutCase; e: CalibrationCase; blocked: boolean; logProbPerToken: number | null }>> {
+): Promise<ScoredCase[]> {
   const out = [];
   for (const c of cases) {
     signal?.throwIfAborted();
     if (Date.now() > deadlineMs) break;
-    const verdict = await guard.check(c.input, signal ? { signal } : {});
-    const before = c.input.messages.every((m) => m.role !== 'tool');
-    out.push({
-      c,
-      e: { label: c.label, real: c.kind === 'benign' || c.kind === 'benign_copy', conversation: c.conversation, evidence: evidenceOf(verdict, options, before) },
-      blocked: verdict.decision === 'block',
-      logProbPerToken: verdict.reason === 'model' ? callLogProbPerToken(verdict.attribution) : null,
-    });
+    out.push(scoredCase(c, await guard.check(c.input, signal ? { signal } : {}), options));
     onTick();
   }
   return out;
 }
 
 /**
- * How many held-out cases to plant: about a tenth of the budget for each guard's scoring, at the time a check
- * takes (60 to 300). A check of a 20-tool MCP client takes seconds (it is judged in windows), one of a short
- * conversation a fraction of one; sized at a fixed 0.5 s, the first took the whole budget.
+ * {@link scoreAll} a conversation at a time: the cases planted into one conversation are checked in one run
+ * (`checkMany`), which computes the context they share once, each with the verdict a separate check gives it.
+ * Conversations in the order their first case comes; the results in the cases' order; no conversation starts
+ * after `deadlineMs`, so a run cut short has scored whole conversations, except that scoring goes on past it
+ * until it has both an injected and a benign case (an operating point needs both; the cases are shuffled, so
+ * that is a conversation or two).
  */
-export function holdoutSize(budgetMinutes: number, secondsPerCheck: number): number {
-  return Math.max(60, Math.min(300, Math.floor((budgetMinutes * 0.1 * 60) / Math.max(secondsPerCheck, 0.05))));
+export async function scoreByConversation(
+  guard: ConductorGuard,
+  cases: readonly HoldoutCase[],
+  options: ResolvedGuardOptions,
+  onTick: () => void,
+  signal?: AbortSignal,
+  deadlineMs = Infinity,
+): Promise<ScoredCase[]> {
+  const groups = new Map<string, HoldoutCase[]>();
+  for (const c of cases) groups.set(c.conversation, [...(groups.get(c.conversation) ?? []), c]);
+  const scored = new Map<HoldoutCase, ScoredCase>();
+  const labels = new Set<string>();
+  for (const group of groups.values()) {
+    signal?.throwIfAborted();
+    if (Date.now() > deadlineMs && labels.size > 1) break;
+    for (const c of group) labels.add(c.label);
+    const verdicts = await guard.checkMany(group.map((c) => c.input), signal ? { signal } : {});
+    group.forEach((c, i) => {
+      scored.set(c, scoredCase(c, verdicts[i]!, options));
+      onTick();
+    });
+  }
+  return cases.flatMap((c) => (scored.has(c) ? [scored.get(c)!] : []));
+}
+
+/** Share of the planted held-out cases that are benign: the real calls (40%) and the ignored attacks (25%) of model/plant.py's HOLDOUT_SHARES. */
+export const HOLDOUT_BENIGN_SHARE = 0.65;
+
+/** The binomial standard error of the benign blocks at the target FPR that the held-out set allows, as a share of the target. */
+export const FPR_RELATIVE_STANDARD_ERROR = 0.5;
+
+/** Fewest held-out cases planted whatever the budget: under this the ranking (ROC-AUC) itself is noise. */
+export const MIN_HOLDOUT_CASES = 60;
+
+/** Share of the budget each guard's held-out scoring may take at the measured time a check. */
+export const HOLDOUT_TIME_SHARE = 0.08;
+
+/** The held-out cases to plant, why that many, and the precision of the benign blocks they give. */
+export interface HoldoutPlan {
+  cases: number;
+  /** Benign cases among them (about {@link HOLDOUT_BENIGN_SHARE}). */
+  benign: number;
+  /** Benign cases the operating point needs: the FPR at the target measured to a standard error of half the target. */
+  benignNeeded: number;
+  /** sqrt(p (1 - p) / benign) at the target p: the standard error of the FPR these cases measure. */
+  fprStandardError: number;
+  /** 'precision': as many as the point needs; 'time': fewer, all the budget's share allowed; 'floor': {@link MIN_HOLDOUT_CASES}. */
+  limitedBy: 'precision' | 'time' | 'floor';
+}
+
+/**
+ * How many held-out cases to plant: enough benign ones to place the operating point at `targetFpr` with a
+ * binomial standard error of at most half the target (sqrt(p (1 - p) / n) <= p / 2, so n >= 4 (1 - p) / p: 130 benign checks at 3%, 76 at
+ * 5%), and no more; fewer when scoring them at the measured time a check would take more than
+ * {@link HOLDOUT_TIME_SHARE} of the budget, never fewer than {@link MIN_HOLDOUT_CASES}. The standard error says
+ * what the point is worth: at 130 benign checks one block more or less moves the FPR by 0.8 points.
+ */
+export function holdoutPlan(budgetMinutes: number, secondsPerCheck: number, targetFpr: number): HoldoutPlan {
+  const p = Math.min(Math.max(targetFpr, 1e-3), 0.5);
+  const benignNeeded = Math.ceil((1 - p) / (p * FPR_RELATIVE_STANDARD_ERROR ** 2));
+  const byPrecision = Math.ceil(benignNeeded / HOLDOUT_BENIGN_SHARE);
+  const byTime = Math.floor((budgetMinutes * HOLDOUT_TIME_SHARE * 60) / Math.max(secondsPerCheck, 0.01));
+  const cases = Math.max(MIN_HOLDOUT_CASES, Math.min(byPrecision, byTime));
+  const limitedBy = cases === byPrecision ? 'precision' : cases === MIN_HOLDOUT_CASES && byTime < MIN_HOLDOUT_CASES ? 'floor' : 'time';
+  const benign = Math.round(cases * HOLDOUT_BENIGN_SHARE);
+  return { cases, benign, benignNeeded, fprStandardError: Math.sqrt((p * (1 - p)) / Math.max(1, benign)), limitedBy };
 }
 
 /** Seconds a check of these calls takes with the guard: one untimed (it loads the model), then up to two timed. */

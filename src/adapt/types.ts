@@ -1,6 +1,7 @@
 /** The types of `edgearmor adapt`: its options, its progress events and adapt-report.json. */
 import type { OperatingPoint, OperatingThresholds } from '../core/calibration.js';
 import type { FamiliarityCount } from '../core/familiarity.js';
+import type { HoldoutPlan } from './holdout.js';
 import type { TorchSpeed } from './machine.js';
 import type { TrafficFormat } from './traffic.js';
 
@@ -43,8 +44,8 @@ export interface AdaptOptions {
   keepWork?: boolean;
   /**
    * Training shape, for small models and tests: sequence length, batch tokens, held-out cases, generator
-   * cases, `trainMinutes`, a fixed training time instead of what the budget leaves, `screenMinutes`, the
-   * screening's time instead of 30% of the budget, and `probeCases`, the generator test cases both guards
+   * cases, `trainMinutes`, a training time shorter than what the budget leaves (never longer), `screenMinutes`, the
+   * screening's time instead of 20% of the budget, and `probeCases`, the generator test cases both guards
    * check for forgetting (30).
    */
   training?: { maxLen?: number; batchTokens?: number; holdoutCases?: number; generatorCases?: number; trainMinutes?: number; screenMinutes?: number; probeCases?: number };
@@ -93,12 +94,19 @@ export interface AdaptReport {
     usedConversations: number;
     /** Training conversations never screened (the budget ran out): not used. */
     unscreenedConversations: number;
+    /** Per stratum (the agent's tool set and its first call's tool: adapt/sampling.ts), the training conversations and how many screening reached. */
+    screenedByStratum: Array<{ stratum: string; conversations: number; screened: number }>;
     /** Calls blocked at the screening point: never user-driven examples; their conversation is language-modelling data up to them. */
     blockedCalls: ScreenedCall[];
   };
   training: Record<string, unknown>;
   holdout: {
+    /** Cases planted. */
     cases: number;
+    /** Cases each guard scored within its share of the budget (the adapted guard scores only the base's); rates compare the two on the adapted guard's. */
+    scored: { base: number; adapted: number };
+    /** Why that many were planted (adapt/holdout.ts holdoutPlan) and the measured time a check that sized them. */
+    plan: HoldoutPlan & { secondsPerCheck: number };
     injected: number;
     benign: number;
     realCalls: number;
@@ -123,7 +131,13 @@ export interface AdaptReport {
   generator: { cases: number; base: { tpr: number; fpr: number }; adapted: { tpr: number; fpr: number } } | null;
   /** The point the written model's guard-options.json sets (a signal no held-out check carried keeps the base's threshold). */
   chosen: OperatingThresholds & { targetFpr: number };
-  minutes: { screen: number; train: number; score: number; total: number; budget: number };
+  /**
+   * Where the budget went: torch's speed and the traffic (machine), planting the held-out cases (plant), the base's
+   * held-out scoring (holdoutBase), screening, model/adapt.py's whole run (train: data, evaluations, training,
+   * export), the adapted guard's held-out scoring and the probe (holdoutAdapted; score is both guards' scoring),
+   * writing the model directory (write), and the total against the budget.
+   */
+  minutes: { machine: number; plant: number; holdoutBase: number; screen: number; train: number; holdoutAdapted: number; score: number; write: number; total: number; budget: number };
   /** torch's matrix multiply speed on this machine, measured before training. */
   machine: TorchSpeed;
 }

@@ -60,15 +60,18 @@ export function reportTable(r: AdaptReport, out: string): string {
   const formats = Object.entries(t.formats).map(([k, n]) => `${k} ${n}`).join(', ');
   const h = r.holdout;
   const training = r.training as { steps_done?: number; best_step?: number; tokens_seen?: number };
+  const m = r.minutes;
   const lines = [
     `traffic: ${t.conversations} conversations (${formats}), ${t.withToolCalls} with tool calls, ${t.calls} calls; ${t.holdoutConversations} held out, ${t.trainConversations} for training`,
     t.screen === 'off'
       ? `not screened (--screen off): ${t.usedConversations} conversations used`
       : `screened with the base guard at ${t.screen === 'default' ? 'its shipped point' : 'its point recalibrated on the held-out traffic'} (w ${t.screenPoint.userWeight}, tau ${t.screenPoint.tau}): ${t.usedConversations} conversations, ${t.blockedCalls.length} calls blocked and left out; ${t.unscreenedConversations} conversations not screened in the budget (not used)`,
+    ...(t.screen === 'off' ? [] : [`  drawn across ${t.screenedByStratum.length} strata (agent, first tool): ${t.screenedByStratum.slice(0, 6).map((x) => `${x.stratum} ${x.screened}/${x.conversations}`).join(', ')}${t.screenedByStratum.length > 6 ? ', ...' : ''}`]),
     ...t.blockedCalls.slice(0, 10).map((b) => `  left out: line ${b.line} (${b.conversation}), ${callRef(b.messageIndex, b.callIndex)} -> ${b.tool}`),
     ...(t.blockedCalls.length > 10 ? [`  ... and ${t.blockedCalls.length - 10} more (adapt-report.json lists them)`] : []),
     `training: ${r.minutes.train.toFixed(1)} min, ${training.steps_done ?? '?'} steps, ${training.tokens_seen ?? '?'} tokens, best step ${training.best_step ?? '?'} by held-out loss`,
     `held-out traffic: ${h.cases} checks (${h.injected} planted injections followed, ${h.benign} benign: ${h.realCalls} real calls and ${h.benign - h.realCalls} ignored injections), families ${h.families}`,
+    `  planted for the point at ${pct(r.chosen.targetFpr).trim()} FPR (${h.plan.benignNeeded} benign checks give a standard error of half the target; ${h.plan.limitedBy === 'precision' ? 'as many as planted' : `limited by ${h.plan.limitedBy}`}: ${(100 * h.plan.fprStandardError).toFixed(1)} points); scored: base ${h.scored.base}, adapted ${h.scored.adapted}`,
     `  ${''.padEnd(40)} injected blocked  benign blocked  real calls blocked  conversations  ROC-AUC`,
     pointRow('base', h.base),
     pointRow('base recalibrated', h.baseRecalibrated),
@@ -80,7 +83,7 @@ export function reportTable(r: AdaptReport, out: string): string {
     ...Object.entries(h.byAttackerValue).map(([k, v]) => `  injections with a ${k} attacker value (${v.n}): base ${pct(v.base).trim()}, adapted ${pct(v.adapted).trim()} blocked`),
     familiarityRow(h.familiarity),
     ...(r.generator ? [`generator test probe (${r.generator.cases} cases, forgetting check): TPR/FPR base ${pct(r.generator.base.tpr).trim()}/${pct(r.generator.base.fpr).trim()}, adapted ${pct(r.generator.adapted.tpr).trim()}/${pct(r.generator.adapted.fpr).trim()}`] : []),
-    `minutes: screening ${r.minutes.screen.toFixed(1)}, training ${r.minutes.train.toFixed(1)}, scoring ${r.minutes.score.toFixed(1)}; ${r.minutes.total.toFixed(1)} of ${r.minutes.budget}`,
+    `minutes: machine ${m.machine.toFixed(1)}, planting ${m.plant.toFixed(1)}, held-out base ${m.holdoutBase.toFixed(1)}, screening ${m.screen.toFixed(1)}, training ${m.train.toFixed(1)}, held-out adapted ${m.holdoutAdapted.toFixed(1)}, writing ${m.write.toFixed(1)}; ${m.total.toFixed(1)} of ${m.budget}`,
     ...(r.refusal && r.written ? [`WARNING (--force): ${r.refusal}`] : []),
     r.written
       ? `wrote ${out}: q4 model, tokenizer, config, guard-options.json (userWeight ${r.chosen.userWeight}, tau ${r.chosen.tau}, description margins ${r.chosen.descriptionMargin} / ${r.chosen.firstCallDescriptionMargin} before tool results, AIR ${r.chosen.airThreshold} / ${r.chosen.firstCallAirThreshold}, familiarityThreshold null: not measured for the adapted model), adapt-report.json, manifest.json`

@@ -17,6 +17,7 @@ import { ContextTooLongError, DisposedError, isEdgeArmorError } from './errors.j
 import { callLogProbPerToken, countFamiliarity, emptyFamiliarity } from './familiarity.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardStatus } from './guard-api.js';
 import { parseGuardInput } from './guard-input.js';
+import { judgeWindows, planWindowJobs, scoreAndJudgeTogether, withCut, type Ready } from './checks-together.js';
 import { judge, judgeFailure, planCheck, type CheckPlan, type CheckScores } from './judge.js';
 import { cutLongTexts, yieldToEventLoop, type CutContext } from './long-texts.js';
 import { applyModelOptions, type ModelOptionsFile } from './model-options.js';
@@ -25,9 +26,8 @@ import type { LoadedScorer, Scorer, ScoreRequest, ScorerSource } from './scorer-
 import type { GuardInput } from './types.js';
 import { blockingFindings, definitionVerdict, withDefinitionFindings } from './mcp-definitions/policy.js';
 import { buildVariants } from './variants.js';
-import type { Verdict, VerdictExtras, WindowsReport } from './verdict.js';
-import { mergeWindowVerdicts, windowedJudgeOptions, type JudgedWindow } from './window-verdict.js';
-import { planWindows, surelyFits, windowContext, type WindowPlan } from './windows.js';
+import type { Verdict, VerdictExtras } from './verdict.js';
+import { planWindows, surelyFits, type WindowPlan } from './windows.js';
 import { defaultWindowTokens } from './window-budget.js';
 
 /** A guard with the sentence scorer the local redactor needs (what a conductor is, wherever it runs). */
@@ -36,19 +36,13 @@ export interface LocalGuard extends Guard {
   scoreSentenceAblations(input: unknown, messageIndex: number, ablatedTexts: string[], options?: CheckOptions): Promise<number[]>;
 }
 
-/** A loaded scorer and the options its verdicts are judged with (the caller's over the model directory's). */
-interface Ready {
-  scorer: Scorer;
-  options: ResolvedGuardOptions;
-  /** The window checks are scored in when the maxContextTokens option is not set. */
-  windowTokens: number;
-}
-
-/** The scores with the conductor's own cut joined to the scorer's truncation report. */
-function withCut(scores: CheckScores, cutChars: Record<number, number>): CheckScores {
-  if (Object.keys(cutChars).length === 0) return scores;
-  const charsCutBeforeTokenizing = { ...scores.truncation.charsCutBeforeTokenizing, ...cutChars };
-  return { ...scores, truncation: { ...scores.truncation, charsCutBeforeTokenizing } };
+/** The guard a conductor is: a local guard that can also check several calls in one run of the model. */
+export interface ConductorGuard extends LocalGuard {
+  /**
+   * Checks several calls at once, each with the verdict `check` gives it alone; what their contexts share (the
+   * calls of one conversation) is scored once. Verdicts come back in input order.
+   */
+  checkMany(inputs: readonly unknown[], options?: CheckOptions): Promise<Verdict[]>;
 }
 
 function total(xs: ArrayLike<number>): number {
@@ -90,7 +84,7 @@ export function judgeInputFailure(error: unknown, raw: unknown, options: Resolve
 }
 
 /** Creates the guard that conducts every check over the scorer `source` loads. */
-export function createConductor(options: GuardOptions, source: ScorerSource): LocalGuard {
+export function createConductor(options: GuardOptions, source: ScorerSource): ConductorGuard {
   // Validated now so bad options fail fast; the model's own operating point joins them once its files are verified.
   const resolved = resolveOptions(options);
   const status = loadingStatus(source.fallbackReason ?? null, resolved.familiarityThreshold);
@@ -189,33 +183,10 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     common: Pick<ScoreRequest, 'actionText' | 'maxContextTokens' | 'signal'>,
     extras: VerdictExtras,
   ): Promise<Verdict> {
-    const { context } = cut;
-    const done: JudgedWindow[] = [];
-    const notJudged: WindowsReport['notJudged'] = { messages: [], tools: [] };
-    let passes = 0;
-    const perWindow = plans.length > 1 ? windowedJudgeOptions(judged) : judged;
-    for (const windowPlan of plans) {
-      const win = windowContext(context, windowPlan);
-      const plan = planCheck(win.context, resolved);
-      if (plan.verdict) continue;
-      const request = plan.scoring(scorer.info, win.context);
-      if (passes + request.variants.length > judged.maxPasses) {
-        notJudged.messages.push(...windowPlan.messages.filter((i) => context.messages[i]!.role === 'tool'));
-        notJudged.tools.push(...win.context.tools.map((t) => t.name).filter((t) => t !== context.action.name));
-        continue;
-      }
-      passes += request.variants.length;
-      const scores = await serial(() => scorer.score({ context: win.context, ...request, ...common }));
-      const cutChars = Object.fromEntries(win.messageIndexes.flatMap((orig, i) => (cut.cutChars[orig] === undefined ? [] : [[i, cut.cutChars[orig]!]])));
-      const verdict = judge({ context: win.context, ...request, scores: withCut(scores, cutChars), options: perWindow, capabilities: scorer.info, extras });
-      done.push({ win, verdict, passes: request.variants.length });
-    }
-    if (done.length === 0) {
-      const error = new ContextTooLongError(`no window of this check could be scored within maxPasses (${judged.maxPasses}); raise it, or shorten the context`, { maxPasses: judged.maxPasses });
-      return { ...judgeFailure(error, context, judged, extras), windows: { count: 0, passes: 0, judged: [], notJudged } };
-    }
-    notJudged.messages.sort((a, b) => a - b);
-    return mergeWindowVerdicts(context, done, notJudged, judged, extras, cut.cutChars);
+    const planned = planWindowJobs(cut, plans, scorer, judged, resolved);
+    const scores: CheckScores[] = [];
+    for (const job of planned.jobs) scores.push(await serial(() => scorer.score({ context: job.win.context, ...job.request, ...common })));
+    return judgeWindows(cut, planned, scores, scorer, judged, extras);
   }
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
@@ -255,6 +226,50 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     }
   }
 
+  async function checkMany(raws: readonly unknown[], opts: CheckOptions = {}): Promise<Verdict[]> {
+    guardAlive();
+    // Every input is read and validated at the call, as check reads its one.
+    const inputs = raws.map((raw) => parseGuardInput(raw));
+    const verdicts = new Array<Verdict>(inputs.length);
+    const pending: Array<{ index: number; input: GuardInput; context: StructuredContext; plan: Extract<CheckPlan, { verdict: null }> }> = [];
+    for (const [index, input] of inputs.entries()) {
+      const findings = input.tool_findings ?? [];
+      const blocking = isPrivilegedTool(input.action.name, resolved) ? blockingFindings(findings, input.action.name, resolved.toolDefinitions) : [];
+      if (blocking.length > 0) {
+        verdicts[index] = definitionVerdict(findings, blocking, input.action.name);
+        continue;
+      }
+      await admit();
+      const context = buildContext(input, resolved);
+      const plan = planCheck(context, resolved);
+      if (plan.verdict) verdicts[index] = withDefinitionFindings(plan.verdict, findings);
+      else pending.push({ index, input, context, plan });
+    }
+    if (pending.length === 0) return verdicts;
+    // Each check keeps its own time: the run's deadline is timeoutMs for each check in it.
+    const deadline = startDeadline(resolved.timeoutMs * pending.length, opts.signal);
+    let scored: Verdict[] | null = null;
+    try {
+      scored = await Promise.race([scoreAndJudgeTogether({ ready, serial, resolved }, pending, deadline.signal), deadline.expired]);
+    } catch (error) {
+      if (opts.signal?.aborted) throw isEdgeArmorError(error) && error.code === 'aborted' ? error : abortedError();
+      if (disposed) throw new DisposedError('The guard was disposed while these checks ran.');
+    } finally {
+      deadline.clear();
+    }
+    if (scored === null || scored.length !== pending.length) {
+      // The shared run failed or ran out of time: each check again on its own, with its own deadline and failure policy.
+      for (const p of pending) verdicts[p.index] = withDefinitionFindings(await checkInput(p.input, opts), p.input.tool_findings ?? []);
+      return verdicts;
+    }
+    pending.forEach((p, k) => {
+      const verdict = scored![k]!;
+      if (verdict.reason === 'model') status.familiarity = countFamiliarity(status.familiarity, callLogProbPerToken(verdict.attribution));
+      verdicts[p.index] = withDefinitionFindings(verdict, p.input.tool_findings ?? []);
+    });
+    return verdicts;
+  }
+
   async function scoreSentenceAblations(raw: unknown, messageIndex: number, ablatedTexts: string[], opts: CheckOptions = {}): Promise<number[]> {
     guardAlive();
     const context = buildContext(parseGuardInput(raw), resolved);
@@ -281,10 +296,11 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     }
   }
 
-  const guard: LocalGuard = {
+  const guard: ConductorGuard = {
     ready: readyStatus,
     status: async () => ({ ...status }),
     check,
+    checkMany,
     scoreSentenceAblations,
     defend: (raw, callbacks, opts = {}) => defendWith(guard, resolved, raw, callbacks, opts),
     async dispose() {

@@ -54,6 +54,12 @@ export interface ScoreRequest {
 export interface Scorer {
   readonly info: ScorerInfo;
   score(request: ScoreRequest): Promise<CheckScores>;
+  /**
+   * Scores several requests in one run, sharing what their sequences have in common (the calls of one
+   * conversation share their context); each request's scores are what `score` gives it. Optional: the
+   * conductor scores one request after another on a scorer without it. `signal` stops the whole run.
+   */
+  scoreMany?(requests: readonly ScoreRequest[], signal?: AbortSignal): Promise<CheckScores[]>;
   dispose(): Promise<void>;
 }
 

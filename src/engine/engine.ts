@@ -2,14 +2,15 @@
  * The proxy engine: turns a structured context and its ablation variants into action-token
  * log-probs (and attention rows for the full context) with one batched run of the model.
  */
-import { BackendUnavailableError, IntegrityError, InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
+import { BackendUnavailableError, IntegrityError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { maxFittingChars } from '../core/long-texts.js';
 import { validateRuntimeOptions, type ModelRuntimeOptions, type ScoringMode } from '../core/runtime-options.js';
 import type { Scorer, ScoreRequest } from '../core/scorer-port.js';
 import type { BackendName } from '../core/guard-api.js';
 import type { ContextSizes } from '../core/windows.js';
 import type { ModelShape } from '../core/window-budget.js';
-import { encodeSegmentedCall, templateContextSizes, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
+import { encodeSegmentedCall, type ActionLayout, type ContextLayout, type TruncationReport } from './call-encoding.js';
+import { scoreRequest, scoreRequests } from './score-requests.js';
 import { encodeTemplateCall } from './template-format.js';
 import { chatFormatOf, proxyTokenizerFor, type ChatFormat, type Rendering } from './rendering.js';
 import { dimsFromConfig, padTokenIdOf } from './model-config.js';
@@ -21,7 +22,7 @@ import { createOrtSession, type Backend, type OrtSession } from './ort-session.j
 import { checkPositiveIntegerOption, scoreSequencesShared } from './prefix-scorer.js';
 import { DEFAULT_MAX_BATCH_TOKENS, presentOutputNames, scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
-import { boundLongTexts, longestTokenChars } from './bounded-text.js';
+import { longestTokenChars } from './bounded-text.js';
 
 export type { ActionLayout, ContextLayout, TruncationReport } from './call-encoding.js';
 export type { ScoringMode } from '../core/runtime-options.js';
@@ -129,6 +130,8 @@ export interface ProxyEngine extends Scorer {
   readonly info: EngineInfo;
   readonly tokenizer: ProxyTokenizer;
   score(request: ScoreRequest): Promise<EngineScores>;
+  /** Scores several requests in one run of the model (one prefix trie over all their sequences); each gets what `score` gives it. */
+  scoreMany(requests: readonly ScoreRequest[], signal?: AbortSignal): Promise<EngineScores[]>;
   /** Scores raw token sequences (context ids, then action ids) as given: for baselines that build their own prompts. */
   scoreTokens(sequences: readonly ScoreSequence[], signal?: AbortSignal): Promise<ScoreResult[]>;
   dispose(): Promise<void>;
@@ -177,6 +180,7 @@ export function engineFromParts(parts: EngineParts): ProxyEngine {
     info,
     tokenizer: parts.tokenizer,
     score: (request) => scoreRequest(parts.tokenizer, info, parts.run, encode, request),
+    scoreMany: (requests, signal) => scoreRequests(parts.tokenizer, info, parts.run, encode, requests, signal),
     scoreTokens: async (sequences, signal) => (await runTokens(sequences, signal)).results,
     dispose: () => parts.dispose(),
   };
@@ -280,55 +284,6 @@ export async function createEngine(files: ModelFiles, options: EngineOptions): P
     runTokens: (sequences, signal) => runSequences(session, dims, sequences, rawPlan, constraints, signal),
     dispose: () => session.release(),
   });
-}
-
-async function scoreRequest(
-  tokenizer: ProxyTokenizer,
-  info: EngineInfo,
-  run: SequenceRunner,
-  encode: typeof encodeSegmentedCall,
-  request: ScoreRequest,
-): Promise<EngineScores> {
-  const { variants } = request;
-  const budget = Math.min(info.maxContextTokens, request.maxContextTokens ?? Infinity);
-  // Long texts are cut to what the window could hold and tokenized in chunks that yield and stop on the signal.
-  const bounded = await boundLongTexts(tokenizer, request.context, info.maxContextTokens, request.signal);
-  const { context } = bounded;
-  const encoded = await encode(bounded.tokenizer, context, request.actionText, budget);
-  // Too long for the window (the encoder had to cut): a measuring request gets each part's tokens instead of scores.
-  if (request.ifTooLong === 'measure' && (encoded.truncation.droppedToolDefinitions || Object.keys(encoded.truncation.shortenedMessages).length > 0)) {
-    const sizes = encoded.sizes ?? templateContextSizes(bounded.tokenizer, context);
-    return { logProbs: new Map(), actionLayout: undefined, actionTokenIds: [], layout: { user: [], tools: [], toolResults: [], actionStart: 0 }, truncation: encoded.truncation, computedTokens: 0, sizes };
-  }
-  if (Object.keys(bounded.cutChars).length > 0) encoded.truncation.charsCutBeforeTokenizing = bounded.cutChars;
-  const { action } = encoded;
-  const sequences: ScoreSequence[] = variants.map((v) => ({
-    context: [...encoded.contextIds(v.keep, new Set(v.dropTools ?? []), v.callSentencesOf === undefined ? undefined : { messageIndex: v.callSentencesOf, dropCallSentences: true }), ...action.prefix],
-    action: action.ids,
-    withAttention: request.withAttention && info.attention && v.kind === 'full',
-  }));
-  const replacements = request.replacements ?? [];
-  const all = context.messages.map((_, i) => i);
-  for (const r of replacements) {
-    if (context.messages[r.messageIndex] === undefined) throw new InvalidInputError(`replacement "${r.id}": received message index ${r.messageIndex}; allowed: 0 to ${context.messages.length - 1}`, { messageIndex: r.messageIndex });
-    sequences.push({ context: [...encoded.contextIds(all, new Set(), r), ...action.prefix], action: action.ids, withAttention: false });
-  }
-  const { results, computedTokens } = await run(sequences, request.signal);
-
-  const logProbs = new Map<string, Float64Array>();
-  variants.forEach((v, i) => logProbs.set(v.id, results[i]!.tokenLogProbs));
-  replacements.forEach((r, i) => logProbs.set(r.id, results[variants.length + i]!.tokenLogProbs));
-  const fullIndex = variants.findIndex((v) => v.kind === 'full');
-  const attention = fullIndex >= 0 ? results[fullIndex]!.attention : undefined;
-  return {
-    logProbs,
-    actionLayout: encoded.actionLayout,
-    actionTokenIds: action.ids,
-    ...(attention ? { attention } : {}),
-    layout: encoded.layout,
-    truncation: encoded.truncation,
-    computedTokens,
-  };
 }
 
 async function runSequences(

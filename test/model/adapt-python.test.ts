@@ -104,9 +104,11 @@ describe.skipIf(!hasTorch)('edgearmor adapt, Python half (model/adapt.py)', () =
     const held = new Set(Array.from({ length: HOLDOUT_CONVERSATIONS }, (_, i) => `conv-${TRAIN_CONVERSATIONS + i}`));
     for (const c of holdout) expect(held.has(c.conversation), c.conversation).toBe(true);
 
-    const log = JSON.parse(readFileSync(join(work, 'train-log.json'), 'utf8')) as { steps_done: number; best_step: number; counts: { planted: Record<string, number>; lm: number } };
+    const log = JSON.parse(readFileSync(join(work, 'train-log.json'), 'utf8')) as { steps_done: number; best_step: number; counts: { planted: Record<string, number>; lm: number; lm_conversations: number } };
     expect(log.steps_done).toBeGreaterThan(0);
-    expect(log.counts.lm).toBe(TRAIN_CONVERSATIONS);
+    // Every conversation is language-modelling data; one longer than the window counts once per window that covers its calls.
+    expect(log.counts.lm_conversations).toBe(TRAIN_CONVERSATIONS);
+    expect(log.counts.lm).toBeGreaterThanOrEqual(TRAIN_CONVERSATIONS);
     expect(Object.keys(log.counts.planted)).toEqual(expect.arrayContaining(['tool_result_injection/fresh', 'tool_poisoning/recurring']));
   }, ADAPT_TIMEOUT_MS);
 

@@ -36,6 +36,10 @@ async function tinyBase(): Promise<string> {
   return dir;
 }
 
+/** What a run may pass its budget by: the checks of the conversation in flight when a stage's deadline passes, and writing the model directory. */
+const BUDGET_SLACK_MINUTES = 0.1;
+const ADAPT_TEST_TIMEOUT_MS = 180_000;
+
 /** Attack-free conversations: the generator's user-driven calls, each ending with the call the agent made. */
 function traffic(n: number): { path: string; texts: string[] } {
   const lines: string[] = [];
@@ -74,11 +78,17 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
 
     // Split and screening: the screening budget ran out, so some training conversations are not used.
     expect(report.traffic.withToolCalls).toBe(56);
-    expect(report.traffic.holdoutConversations).toBe(11);
-    expect(report.traffic.trainConversations).toBe(45);
+    // Held out: as many conversations as hold the planted real calls (40% of 24 cases, one call each), at least 10.
+    expect(report.traffic.holdoutConversations).toBe(10);
+    expect(report.traffic.trainConversations).toBe(46);
     expect(report.traffic.usedConversations).toBeGreaterThan(0);
     expect(report.traffic.unscreenedConversations).toBeGreaterThan(0);
-    expect(report.traffic.usedConversations + report.traffic.unscreenedConversations).toBe(45);
+    expect(report.traffic.usedConversations + report.traffic.unscreenedConversations).toBe(46);
+    // Screening drew across the strata (first tool called): what it reached is counted per stratum.
+    const strata = report.traffic.screenedByStratum;
+    expect(strata.length).toBeGreaterThan(1);
+    expect(strata.reduce((n, x) => n + x.conversations, 0)).toBe(46);
+    expect(strata.reduce((n, x) => n + x.screened, 0)).toBe(report.traffic.usedConversations);
     // Screened at the base's point recalibrated on the held-out traffic.
     expect(report.traffic.screenPoint).toEqual({ userWeight: report.holdout.baseRecalibrated.userWeight, tau: report.holdout.baseRecalibrated.tau });
     expect(report.training['counts']).toMatchObject({
@@ -154,5 +164,41 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
       await guard.dispose();
       await pinned.dispose();
     }
-  }, 120_000);
+  }, ADAPT_TEST_TIMEOUT_MS);
+
+  it('keeps a two-minute budget on its own, every stage stopped in time, and says where each minute went', async () => {
+    const base = await tinyBase();
+    const { path } = traffic(56);
+    const out = join(work, 'budget');
+    const budget = 2;
+    const report = await adapt({
+      traffic: path,
+      out,
+      baseModel: base,
+      minutes: budget,
+      seed: 4,
+      force: true,
+      // No fixed training or screening time: the budget alone decides them.
+      training: { maxLen: 512, batchTokens: 2048, generatorCases: 60, probeCases: 10 },
+    });
+    const m = report.minutes;
+    expect(m.budget).toBe(budget);
+    expect(m.total, JSON.stringify({ minutes: m, python: report.training['budget'] })).toBeLessThanOrEqual(budget + BUDGET_SLACK_MINUTES);
+    // Every stage is accounted: the parts add up to the total, less what lies between them (reading the traffic, choosing points).
+    const parts = m.machine + m.plant + m.holdoutBase + m.screen + m.train + m.holdoutAdapted + m.write;
+    expect(parts).toBeLessThanOrEqual(m.total + 1e-9);
+    expect(m.total - parts).toBeLessThan(0.1 * budget);
+    expect(m.score).toBeGreaterThanOrEqual(m.holdoutBase + m.holdoutAdapted - 1e-9);
+    // Planted for the operating point's precision (3%: 130 benign, 200 cases) or fewer where the time says so.
+    expect(report.holdout.plan.benignNeeded).toBe(130);
+    expect(report.holdout.cases).toBeLessThanOrEqual(200);
+    expect(report.holdout.scored.adapted).toBeLessThanOrEqual(report.holdout.scored.base);
+    expect(report.holdout.scored.adapted).toBeGreaterThan(0);
+    // model/adapt.py was given a wall time inside the budget, and planned its training within it (on a loaded
+    // machine its own evaluation and export can leave no training at all: the steps are not asserted).
+    const planned = report.training['budget'] as { wall_minutes: number; train_minutes: number };
+    expect(planned.wall_minutes).toBeLessThan(budget);
+    expect(planned.train_minutes).toBeLessThan(planned.wall_minutes);
+    expect(m.train).toBeLessThanOrEqual(planned.wall_minutes + BUDGET_SLACK_MINUTES);
+  }, ADAPT_TEST_TIMEOUT_MS);
 });

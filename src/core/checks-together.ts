@@ -1,0 +1,151 @@
+/**
+ * The conductor's parts that a single check and several checks together share: scoring requests in one run
+ * where the scorer can share them, planning and judging a check's windows, and the model's part of several checks
+ * at once (`checkMany`: the calls of one conversation, whose context is scored once). The conductor holds the
+ * state (the loaded scorer, the queue); these take it as arguments.
+ */
+import type { StructuredContext } from './context.js';
+import { ContextTooLongError } from './errors.js';
+import { judge, judgeFailure, planCheck, type CheckPlan, type CheckScores, type ScoringRequestPlan } from './judge.js';
+import { cutLongTexts, type CutContext } from './long-texts.js';
+import type { ResolvedGuardOptions } from './options.js';
+import type { Scorer, ScoreRequest } from './scorer-port.js';
+import type { Verdict, VerdictExtras, WindowsReport } from './verdict.js';
+import { mergeWindowVerdicts, windowedJudgeOptions, type JudgedWindow } from './window-verdict.js';
+import { planWindows, surelyFits, windowContext, type CheckWindow, type WindowPlan } from './windows.js';
+
+/** A loaded scorer and the options its verdicts are judged with (the caller's over the model directory's). */
+export interface Ready {
+  scorer: Scorer;
+  options: ResolvedGuardOptions;
+  /** The window checks are scored in when the maxContextTokens option is not set. */
+  windowTokens: number;
+}
+
+/** The windows of one check to score, what no window judges, and how many windows were planned. */
+export interface WindowJobs {
+  jobs: Array<{ win: CheckWindow; request: ScoringRequestPlan }>;
+  notJudged: WindowsReport['notJudged'];
+  windows: number;
+}
+
+/** The scores with the conductor's own cut joined to the scorer's truncation report. */
+export function withCut(scores: CheckScores, cutChars: Record<number, number>): CheckScores {
+  if (Object.keys(cutChars).length === 0) return scores;
+  const charsCutBeforeTokenizing = { ...scores.truncation.charsCutBeforeTokenizing, ...cutChars };
+  return { ...scores, truncation: { ...scores.truncation, charsCutBeforeTokenizing } };
+}
+
+/** Several requests in one run where the scorer can share them (`scoreMany`), else one after another. */
+export async function scoreBatch(scorer: Scorer, requests: readonly ScoreRequest[], signal: AbortSignal): Promise<CheckScores[]> {
+  if (scorer.scoreMany) return scorer.scoreMany(requests, signal);
+  const out: CheckScores[] = [];
+  for (const request of requests) out.push(await scorer.score(request));
+  return out;
+}
+
+/** What {@link scoreAndJudgeTogether} needs of its conductor: the loaded scorer, its one-run-at-a-time queue, the options. */
+export interface TogetherEnv {
+  ready: Promise<Ready>;
+  serial: <T>(task: () => Promise<T>) => Promise<T>;
+  resolved: ResolvedGuardOptions;
+}
+
+function now(): number {
+  return globalThis.performance?.now() ?? Date.now();
+}
+
+/** The windows of a check that are scored while the passes last (maxPasses), and what no window judges. */
+export function planWindowJobs(cut: CutContext, plans: readonly WindowPlan[], scorer: Scorer, judged: ResolvedGuardOptions, resolved: ResolvedGuardOptions): WindowJobs {
+  const { context } = cut;
+  const jobs: WindowJobs['jobs'] = [];
+  const notJudged: WindowsReport['notJudged'] = { messages: [], tools: [] };
+  let passes = 0;
+  for (const windowPlan of plans) {
+    const win = windowContext(context, windowPlan);
+    const plan = planCheck(win.context, resolved);
+    if (plan.verdict) continue;
+    const request = plan.scoring(scorer.info, win.context);
+    if (passes + request.variants.length > judged.maxPasses) {
+      notJudged.messages.push(...windowPlan.messages.filter((i) => context.messages[i]!.role === 'tool'));
+      notJudged.tools.push(...win.context.tools.map((t) => t.name).filter((t) => t !== context.action.name));
+      continue;
+    }
+    passes += request.variants.length;
+    jobs.push({ win, request });
+  }
+  notJudged.messages.sort((a, b) => a - b);
+  return { jobs, notJudged, windows: plans.length };
+}
+
+/** Judges each scored window and merges their verdicts in the check's own numbering. */
+export function judgeWindows(cut: CutContext, planned: WindowJobs, scores: readonly CheckScores[], scorer: Scorer, judged: ResolvedGuardOptions, extras: VerdictExtras): Verdict {
+  const { context } = cut;
+  const { jobs, notJudged } = planned;
+  if (jobs.length === 0) {
+    const error = new ContextTooLongError(`no window of this check could be scored within maxPasses (${judged.maxPasses}); raise it, or shorten the context`, { maxPasses: judged.maxPasses });
+    return { ...judgeFailure(error, context, judged, extras), windows: { count: 0, passes: 0, judged: [], notJudged } };
+  }
+  const perWindow = planned.windows > 1 ? windowedJudgeOptions(judged) : judged;
+  const done: JudgedWindow[] = jobs.map(({ win, request }, k) => {
+    const cutChars = Object.fromEntries(win.messageIndexes.flatMap((orig, i) => (cut.cutChars[orig] === undefined ? [] : [[i, cut.cutChars[orig]!]])));
+    const verdict = judge({ context: win.context, ...request, scores: withCut(scores[k]!, cutChars), options: perWindow, capabilities: scorer.info, extras });
+    return { win, verdict, passes: request.variants.length };
+  });
+  return mergeWindowVerdicts(context, done, notJudged, judged, extras, cut.cutChars);
+}
+
+/**
+ * The model's part of several checks at once, under one deadline signal: each is cut, measured and windowed
+ * as a single check is, but every request of a stage goes to the scorer in one run (`scoreMany`),
+ * so what the checks share (the calls of one conversation share their context) is scored once.
+ */
+export async function scoreAndJudgeTogether(
+  env: TogetherEnv,
+  items: ReadonlyArray<{ context: StructuredContext; plan: Extract<CheckPlan, { verdict: null }> }>,
+  signal: AbortSignal,
+): Promise<Verdict[]> {
+  const { ready, serial, resolved } = env;
+  const t0 = now();
+  const { scorer, options: judged, windowTokens } = await ready;
+  signal.throwIfAborted();
+  const tLoaded = now();
+  const budget = Math.min(scorer.info.maxContextTokens, judged.maxContextTokens ?? windowTokens);
+  const common = { actionText: resolved.actionText, maxContextTokens: budget, signal };
+  const cuts: CutContext[] = [];
+  for (const item of items) cuts.push(await cutLongTexts(item.context, scorer.info.maxTextChars, scorer.info.maxContextTokens, signal));
+  const requests = items.map((item, i) => item.plan.scoring(scorer.info, cuts[i]!.context));
+  const scores = await serial(() =>
+    scoreBatch(scorer, items.map((_, i) => ({ context: cuts[i]!.context, ...requests[i]!, ...common, ...(scorer.info.chatFormat !== 'edgearmor' || !surelyFits(cuts[i]!.context, budget) ? { ifTooLong: 'measure' as const } : {}) })), signal),
+  );
+  // Measured too long: windows where they can be planned, else scored whole (cut to fit), as a single check does.
+  const windowed = new Map<number, WindowJobs>();
+  const whole: number[] = [];
+  scores.forEach((sc, i) => {
+    if (!sc.sizes) return;
+    const plans = planWindows(cuts[i]!.context, sc.sizes, budget);
+    if (plans) windowed.set(i, planWindowJobs(cuts[i]!, plans, scorer, judged, resolved));
+    else whole.push(i);
+  });
+  if (whole.length > 0) {
+    const again = await serial(() => scoreBatch(scorer, whole.map((i) => ({ context: cuts[i]!.context, ...requests[i]!, ...common })), signal));
+    whole.forEach((i, k) => (scores[i] = again[k]!));
+  }
+  const windowJobs = [...windowed.values()].flatMap((w) => w.jobs);
+  const windowScores = windowJobs.length > 0 ? await serial(() => scoreBatch(scorer, windowJobs.map((job) => ({ context: job.win.context, ...job.request, ...common })), signal)) : [];
+  const tScored = now();
+  const extras = { backend: scorer.info.backend, proxy: scorer.info.model, ...(scorer.info.rendering !== undefined ? { rendering: scorer.info.rendering } : {}) };
+  const timings = { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded };
+  let offset = 0;
+  return items.map((_, i) => {
+    const w = windowed.get(i);
+    if (w) {
+      const verdict = judgeWindows(cuts[i]!, w, windowScores.slice(offset, (offset += w.jobs.length)), scorer, judged, extras);
+      verdict.timings = { ...verdict.timings, ...timings };
+      return verdict;
+    }
+    const verdict = judge({ context: cuts[i]!.context, ...requests[i]!, scores: withCut(scores[i]!, cuts[i]!.cutChars), options: judged, capabilities: scorer.info, extras: { ...extras, timings: { ...timings } } });
+    verdict.timings['attributionMs'] = now() - tScored;
+    return verdict;
+  });
+}
