@@ -15,7 +15,8 @@ import { InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import type { HubSource, ModelManifest, ModelVariant } from '../core/runtime-options.js';
 import { defaultCacheDir, sortedFiles, verifyAgainstHub, type FileDigest, type HubTreeEntry } from './files-node.js';
 import { downloadFile, hubGet, type HubClient, type HubFailure } from './hub-download.js';
-import { CHAT_TEMPLATE_FILE, GENAI_CONFIG_FILE, GENAI_DEFAULT_ONNX, graphVariant, isGenaiLayout, isModelVariant, onnxWithData, VARIANT_FILES, variantWeightPaths } from './model-files.js';
+import { GENAI_DEFAULT_ONNX, graphVariant } from './genai-layout.js';
+import { CHAT_TEMPLATE_FILE, GENAI_CONFIG_FILE, isGenaiLayout, isModelVariant, onnxWithData, VARIANT_FILES, variantWeightPaths } from './model-files.js';
 
 /** The hub huggingface_hub uses when HF_ENDPOINT is not set. */
 export const DEFAULT_HUB_ENDPOINT = 'https://huggingface.co';

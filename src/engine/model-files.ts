@@ -9,7 +9,7 @@ import { IntegrityError, InvalidOptionsError, ModelLoadError } from '../core/err
 import { MODEL_OPTIONS_FILE, parseModelOptionsFile, type ModelOptionsFile } from '../core/model-options.js';
 import type { ModelManifest, ModelVariant } from '../core/runtime-options.js';
 import { configFromGenai } from './model-config.js';
-import { readModel } from './onnx-proto.js';
+import { genaiOnnxFile, graphVariant } from './genai-layout.js';
 import { createSha256 } from './sha256.js';
 
 export type { ModelManifest, ModelVariant } from '../core/runtime-options.js';
@@ -61,8 +61,6 @@ export type ExternalDataFile = { path: string; data: Uint8Array } | { path: stri
 
 /** onnxruntime-genai's model builder: the config it writes beside model.onnx (and model.onnx.data), in place of config.json. */
 export const GENAI_CONFIG_FILE = 'genai_config.json';
-/** The graph file onnxruntime-genai's builder writes when not told another name (genai_config.json's model.decoder.filename). */
-export const GENAI_DEFAULT_ONNX = 'model.onnx';
 
 /** A model's chat template in a file of its own (as newer transformers versions save it), read when the manifest pins it. */
 export const CHAT_TEMPLATE_FILE = 'chat_template.jinja';
@@ -214,32 +212,6 @@ export function variantWeightPaths(paths: readonly string[], variant: ModelVaria
 /** Whether a manifest (or listing) is onnxruntime-genai's layout: genai_config.json and no onnx/ file of the variant asked for. */
 export function isGenaiLayout(paths: readonly string[], variant: ModelVariant): boolean {
   return paths.includes(GENAI_CONFIG_FILE) && !paths.includes(VARIANT_FILES[variant]);
-}
-
-/** The graph file genai_config.json names (model.decoder.filename), checked to be a file name beside it. */
-export function genaiOnnxFile(genai: Record<string, unknown>): string {
-  const decoder = (genai['model'] as { decoder?: { filename?: unknown } } | undefined)?.decoder;
-  const name = decoder?.filename ?? GENAI_DEFAULT_ONNX;
-  if (typeof name !== 'string' || !/^[\w.-]+\.onnx$/.test(name) || name.startsWith('.')) {
-    throw new ModelLoadError(`${GENAI_CONFIG_FILE}: "model.decoder.filename" must name an .onnx file beside it, received ${JSON.stringify(name)}`, { file: GENAI_CONFIG_FILE, key: 'model.decoder.filename' });
-  }
-  return name;
-}
-
-/** ONNX TensorProto element type float16. */
-const FLOAT16 = 10;
-
-/**
- * The variant an onnxruntime-genai build is, from its graph: float16 activations (the KV cache inputs'
- * type) and MatMulNBits (4-bit weights). A genai directory holds one build, so it is read, not chosen.
- */
-export function graphVariant(onnx: Uint8Array): ModelVariant {
-  const model = readModel(onnx);
-  const graph = model.graph;
-  const typed = graph?.input.find((i) => i.name.startsWith('past_key_values.')) ?? graph?.output.find((o) => o.name === 'logits');
-  const half = typed?.elemType === FLOAT16;
-  const nbits = graph?.node.some((n) => n.op_type === 'MatMulNBits') ?? false;
-  return nbits ? (half ? 'q4f16' : 'q4') : half ? 'fp16' : 'fp32';
 }
 
 /** Where a variant's weights are in a manifest: the onnx file and its external data files. */
