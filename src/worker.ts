@@ -1,12 +1,13 @@
 /**
- * The guard's Web Worker side: importing this module inside a worker exposes the guard service
- * over Comlink (`import 'edgearmor/worker'` is a whole worker file). `createGuard` on the page
- * talks to it.
+ * The guard's Web Worker side: importing this module inside a worker serves the worker's scorer host
+ * (`import 'edgearmor/worker'` is a whole worker file). `createGuard` on the page runs the conductor and
+ * sends it only load, score, cancel, ping and dispose.
  */
-import { exposeInWorker } from './wire/endpoint.js';
-import { createWorkerService } from './worker/service.js';
+import { serveInWorker } from './wire/endpoint.js';
+import type { WorkerLoad } from './wire/protocol.js';
+import { createWorkerScorerHost } from './worker/service.js';
 
-export { createWorkerService } from './worker/service.js';
-export type { GuardWorkerApi, WorkerInitOptions } from './wire/protocol.js';
+export { createWorkerScorerHost, serveWorkerScorer, type WorkerScorerDeps } from './worker/service.js';
+export type { ScorerCall, ScorerReply, WorkerLoad } from './wire/protocol.js';
 
-exposeInWorker(createWorkerService());
+serveInWorker<WorkerLoad>((post) => createWorkerScorerHost(post));

@@ -100,7 +100,10 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
   // Checks enter one macrotask apart (a timer each, chained), however many arrive at once.
   let admitted: Promise<void> = Promise.resolve();
   const admit = (): Promise<void> => (admitted = admitted.then(yieldToEventLoop));
-  const serial = <T>(task: () => Promise<T>): Promise<T> => {
+  const serialScore = (scorer: Scorer, request: ScoreRequest): Promise<CheckScores> => {
+    // A scorer that runs its requests one at a time where it lives gets each at once (scorer-port.ts).
+    if (scorer.queuesRequests) return scorer.score(request);
+    const task = () => scorer.score(request);
     const run = queue.then(task, task);
     queue = run.catch(() => undefined);
     return run;
@@ -162,7 +165,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     // A check that may not fit is measured first (nothing scored), and scored in windows when it does not.
     const measure = scorer.info.chatFormat !== 'edgearmor' || !surelyFits(cut.context, budget);
     const request = plan.scoring(scorer.info, cut.context);
-    let scores = await serial(() => scorer.score({ context: cut.context, ...request, ...common, ...(measure ? { ifTooLong: 'measure' as const } : {}) }));
+    let scores = await serialScore(scorer, { context: cut.context, ...request, ...common, ...(measure ? { ifTooLong: 'measure' as const } : {}) });
     const extras = { backend: scorer.info.backend, proxy: scorer.info.model, ...(scorer.info.rendering !== undefined ? { rendering: scorer.info.rendering } : {}) };
     if (scores.sizes) {
       const windows = planWindows(cut.context, scores.sizes, budget);
@@ -171,7 +174,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
         verdict.timings = { ...verdict.timings, waitForModelMs: tLoaded - t0, scoreMs: now() - tLoaded };
         return verdict;
       }
-      scores = await serial(() => scorer.score({ context: cut.context, ...request, ...common }));
+      scores = await serialScore(scorer, { context: cut.context, ...request, ...common });
     }
     const tScored = now();
     const timings = { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded };
@@ -205,7 +208,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
         continue;
       }
       passes += request.variants.length;
-      const scores = await serial(() => scorer.score({ context: win.context, ...request, ...common }));
+      const scores = await serialScore(scorer, { context: win.context, ...request, ...common });
       const cutChars = Object.fromEntries(win.messageIndexes.flatMap((orig, i) => (cut.cutChars[orig] === undefined ? [] : [[i, cut.cutChars[orig]!]])));
       const verdict = judge({ context: win.context, ...request, scores: withCut(scores, cutChars), options: perWindow, capabilities: scorer.info, extras });
       done.push({ win, verdict, passes: request.variants.length });
@@ -265,7 +268,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
         const variants = buildVariants(context).filter((v) => v.kind === 'full');
         const replacements = ablatedTexts.map((content, i) => ({ id: `sentence:${i}`, messageIndex, content }));
         // Each ablation is scored with the whole conversation: one that does not fit the window is measured, not cut and scored.
-        const scores = await serial(() => scorer.score({ context, variants, actionText: resolved.actionText, withAttention: false, replacements, ifTooLong: 'measure', signal: deadline.signal }));
+        const scores = await serialScore(scorer, { context, variants, actionText: resolved.actionText, withAttention: false, replacements, ifTooLong: 'measure', signal: deadline.signal });
         if (scores.sizes) {
           throw new ContextTooLongError(
             `the conversation does not fit the model's window of ${scorer.info.maxContextTokens} tokens whole, and each sentence of a flagged result is scored with all of it; the result is withheld instead`,
@@ -291,6 +294,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
       if (disposed) return;
       disposed = true;
       status.state = 'disposed';
+      await source.dispose?.();
       const loaded = await ready.catch(() => null);
       await loaded?.scorer.dispose();
     },

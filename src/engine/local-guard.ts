@@ -26,13 +26,10 @@ export interface LocalGuardRuntime extends Omit<ModelRuntimeOptions, 'modelManif
   /** Why earlier preferred backends were skipped before loading (e.g. no WebGPU adapter). */
   fallbackReason?: string | null;
   onProgress?: (event: GuardProgress) => void;
-  /** A load that failed before the guard was made (the worker's backend planning): every check that needs the model gets the failure policy. */
-  loadFailure?: unknown;
 }
 
 /** Loads the model the runtime names: verifies its files, then tries the planned backends in order. */
 export async function loadEngineScorer(runtime: LocalGuardRuntime): Promise<LoadedScorer> {
-  if (runtime.loadFailure !== undefined) throw runtime.loadFailure;
   const onFile = (file: string, bytes: number) => runtime.onProgress?.({ type: 'verified', file, bytes });
   if (runtime.remoteProxy) {
     const files = await loadTokenizerFiles(runtime.reader, onFile);

@@ -81,12 +81,12 @@ describe('the npm package', () => {
       join(dir, 'consumer.ts'),
       `import { createGuard, type Guard, type Verdict } from 'edgearmor';
 import { resolveOptions, type GuardInput } from 'edgearmor/core';
-import type { GuardWorkerApi } from 'edgearmor/worker';
+import type { ScorerCall, ScorerReply } from 'edgearmor/worker';
 import { startGuardPage, expectBlocked, type PageLike } from 'edgearmor/testing';
 const input: GuardInput = { messages: [{ role: 'user', content: 'hi' }], action: { name: 'x', arguments: {} } };
 export async function run(guard: Guard): Promise<Verdict> { return guard.check(input); }
 export const opts = resolveOptions({ tau: 0.5 });
-export type Api = GuardWorkerApi;
+export type Api = [ScorerCall<unknown>, ScorerReply];
 export const make: typeof createGuard = createGuard;
 export async function blocked(page: PageLike): Promise<Verdict> { await startGuardPage(page, { backend: 'wasm' }); return expectBlocked(page, input); }
 `,
