@@ -46,6 +46,15 @@ export const ON_PROGRESS_OPTION = option(
   { summary: 'load progress: `{type: file | verified | session | ready, ...}`, again on every worker restart', defaultText: 'none' },
 );
 
+/** The grace both scorer hosts get: a worker, and createNodeGuard's scoring process, share one cancel rule (wire/scorer-client.ts). */
+export const DEFAULT_STUCK_GRACE_MS = 2_000;
+
+/** How long a host may take to stop a cancelled check before it is killed and replaced. */
+export const STUCK_GRACE_OPTION = option(milliseconds('a finite number of milliseconds >= 0', (n) => n >= 0), DEFAULT_STUCK_GRACE_MS, {
+  summary:
+    "how long a timed-out or aborted check may take to stop before its worker (createGuard) or scoring process (createNodeGuard's `isolation: 'process'`) is killed and replaced (a worker's other calls go to the new one)",
+});
+
 /** createNodeGuard's own options (besides the guard's and the runtime's). */
 export const NODE_OPTIONS = group(
   {
@@ -66,6 +75,7 @@ export const NODE_OPTIONS = group(
       summary:
         "`process`: onnxruntime-node in a child process (status.backend `node-process`): a native crash or kill costs one check, not the host, and the host's event loop stays free (where no process can start: wasm in a worker thread, else here, with the reason); `none`: in this process",
     }),
+    stuckWorkerGraceMs: STUCK_GRACE_OPTION,
   },
   "createNodeGuard's own options",
 );

@@ -15,7 +15,7 @@ import { InvalidOptionsError, WorkerCrashedError } from '../core/errors.js';
 import type { GuardProgress } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import { splitRuntimeOptions, type ModelRuntimeOptions } from '../core/runtime-options.js';
-import { validateFactoryOptions } from '../core/shell-options.js';
+import { DEFAULT_STUCK_GRACE_MS, validateFactoryOptions } from '../core/shell-options.js';
 import { workerLink, type WorkerLike } from '../wire/endpoint.js';
 import { heartbeatOptions } from '../wire/heartbeat.js';
 import { createRemoteScorer, type ScorerLink } from '../wire/scorer-client.js';
@@ -94,7 +94,7 @@ export function createGuard(options: CreateGuardOptions = {}): WorkerGuard {
     start,
     load,
     hostName: 'guard worker',
-    cancelGraceMs: stuckWorkerGraceMs ?? (CLIENT_OPTIONS.entries.stuckWorkerGraceMs.defaultValue as number),
+    cancelGraceMs: stuckWorkerGraceMs ?? DEFAULT_STUCK_GRACE_MS,
     resendOnDeath: true,
     heartbeat,
     ...(onProgress ? { onProgress: (event: GuardProgress) => onProgress(event) } : {}),
