@@ -17,6 +17,7 @@ import { ContextTooLongError, DisposedError, isEdgeArmorError } from './errors.j
 import { callLogProbPerToken, countFamiliarity, emptyFamiliarity } from './familiarity.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardStatus } from './guard-api.js';
 import { parseGuardInput } from './guard-input.js';
+import { readPlainData } from './json.js';
 import { judge, judgeFailure, planCheck, type CheckPlan, type CheckScores } from './judge.js';
 import { cutLongTexts, yieldToEventLoop, type CutContext } from './long-texts.js';
 import { applyModelOptions, type ModelOptionsFile } from './model-options.js';
@@ -224,9 +225,12 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
     guardAlive();
     // Invalid input is the caller's bug, not a guard failure: it throws a typed error before any model work.
-    // It is read (and copied) now, at the call; the context is built in a task of its own, one check per task,
-    // so a burst of simultaneous calls does not hold the host's event loop for all of their contexts at once.
-    const input = parseGuardInput(raw);
+    // It is read (and copied) now, at the call, as the caller left it; it is validated, and its context built,
+    // in tasks of their own, one check per task, so neither a long input nor a burst of simultaneous calls
+    // holds the host's event loop (a page's, when the scorer is in a worker) for long at once.
+    const copy = readPlainData(raw, 'input');
+    await admit();
+    const input = parseGuardInput(copy);
     const findings = input.tool_findings ?? [];
     // A finding whose policy blocks the call decides it before the model runs; every other one is evidence beside the
     // verdict. A call outside privilegedTools is not checked, by definitions or by the model.
@@ -236,7 +240,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
   }
 
   async function checkInput(input: GuardInput, opts: CheckOptions): Promise<Verdict> {
-    await admit();
+    await yieldToEventLoop();
     const context = buildContext(input, resolved);
     const plan = planCheck(context, resolved);
     if (plan.verdict) return plan.verdict;
