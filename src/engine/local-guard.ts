@@ -37,25 +37,40 @@ export async function loadEngineScorer(runtime: LocalGuardRuntime): Promise<Load
     return { scorer, modelOptions: files.modelOptions };
   }
   const files = await loadModelFiles(runtime.reader, runtime.modelVariant ?? 'q4', onFile);
+  const { value: scorer, fallbackReason } = await firstLoadingBackend(runtime.backends, (backend) =>
+    createEngine(files, {
+      backend,
+      ...(runtime.wasmThreads !== undefined ? { wasmThreads: runtime.wasmThreads } : {}),
+      ...(runtime.wasmPaths !== undefined ? { wasmPaths: runtime.wasmPaths } : {}),
+      ...(runtime.maxBatchTokens !== undefined ? { maxBatchTokens: runtime.maxBatchTokens } : {}),
+      ...(runtime.scoring !== undefined ? { scoring: runtime.scoring } : {}),
+      ...(runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}),
+    }),
+  );
+  return { scorer, modelOptions: files.modelOptions, fallbackReason };
+}
+
+/**
+ * Tries `backends` in order: the first that loads is used, with the earlier ones' failures as its fallback
+ * reason. When none loads, the last failure is thrown with every backend's failure in its message (as
+ * onnxruntime joins them), so the first backend's reason is not lost behind the fallback's. Files that
+ * changed after they were verified are refused at once: they fail on every backend.
+ */
+export async function firstLoadingBackend<T>(backends: readonly OrtBackend[], load: (backend: OrtBackend) => Promise<T>): Promise<{ value: T; fallbackReason: string | null }> {
   const failures: string[] = [];
-  for (const backend of runtime.backends) {
+  for (const backend of backends) {
     try {
-      const scorer = await createEngine(files, {
-        backend,
-        ...(runtime.wasmThreads !== undefined ? { wasmThreads: runtime.wasmThreads } : {}),
-        ...(runtime.wasmPaths !== undefined ? { wasmPaths: runtime.wasmPaths } : {}),
-        ...(runtime.maxBatchTokens !== undefined ? { maxBatchTokens: runtime.maxBatchTokens } : {}),
-        ...(runtime.scoring !== undefined ? { scoring: runtime.scoring } : {}),
-        ...(runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}),
-      });
-      return { scorer, modelOptions: files.modelOptions, fallbackReason: failures.length > 0 ? failures.join('; ') : null };
+      return { value: await load(backend), fallbackReason: failures.length > 0 ? failures.join('; ') : null };
     } catch (e) {
-      // Files that changed after they were verified are refused on every backend.
-      if (e instanceof IntegrityError) throw e;
-      failures.push(`${backend}: ${(e as Error).message}`);
-      if (backend === runtime.backends[runtime.backends.length - 1]) throw e;
+      if (e instanceof IntegrityError || !(e instanceof Error)) throw e;
+      failures.push(`${backend}: ${e.message}`);
+      if (failures.length === backends.length) {
+        if (failures.length > 1) e.message = `no backend could load the model: ${failures.join('; ')}`;
+        throw e;
+      }
     }
   }
+  // Only an empty plan gets here.
   throw new InvalidOptionsError('Invalid option backends: received an empty list; allowed: one or more of "node", "wasm", "webgpu".', { option: 'backends' });
 }
 
