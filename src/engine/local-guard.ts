@@ -11,8 +11,8 @@ import type { GuardProgress } from '../core/guard-api.js';
 import type { GuardOptions } from '../core/options.js';
 import type { ModelRuntimeOptions } from '../core/runtime-options.js';
 import type { LoadedScorer, ScorerSource } from '../core/scorer-port.js';
-import { createEngine } from './engine.js';
-import { loadModelFiles, loadTokenizerFiles, type FileReader } from './model-files.js';
+import { createEngine, type EngineOptions, type ProxyEngine } from './engine.js';
+import { loadModelFiles, loadTokenizerFiles, type FileReader, type ModelFiles } from './model-files.js';
 import { createRemoteEngine } from './remote-proxy.js';
 
 export type { LocalGuard } from '../core/conductor.js';
@@ -37,17 +37,20 @@ export async function loadEngineScorer(runtime: LocalGuardRuntime): Promise<Load
     return { scorer, modelOptions: files.modelOptions };
   }
   const files = await loadModelFiles(runtime.reader, runtime.modelVariant ?? 'q4', onFile);
-  const { value: scorer, fallbackReason } = await firstLoadingBackend(runtime.backends, (backend) =>
-    createEngine(files, {
-      backend,
-      ...(runtime.wasmThreads !== undefined ? { wasmThreads: runtime.wasmThreads } : {}),
-      ...(runtime.wasmPaths !== undefined ? { wasmPaths: runtime.wasmPaths } : {}),
-      ...(runtime.maxBatchTokens !== undefined ? { maxBatchTokens: runtime.maxBatchTokens } : {}),
-      ...(runtime.scoring !== undefined ? { scoring: runtime.scoring } : {}),
-      ...(runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}),
-    }),
-  );
-  return { scorer, modelOptions: files.modelOptions, fallbackReason };
+  const { engine, fallbackReason } = await loadPlannedEngine(files, runtime.backends, {
+    ...(runtime.wasmThreads !== undefined ? { wasmThreads: runtime.wasmThreads } : {}),
+    ...(runtime.wasmPaths !== undefined ? { wasmPaths: runtime.wasmPaths } : {}),
+    ...(runtime.maxBatchTokens !== undefined ? { maxBatchTokens: runtime.maxBatchTokens } : {}),
+    ...(runtime.scoring !== undefined ? { scoring: runtime.scoring } : {}),
+    ...(runtime.chatTemplate !== undefined ? { chatTemplate: runtime.chatTemplate } : {}),
+  });
+  return { scorer: engine, modelOptions: files.modelOptions, fallbackReason };
+}
+
+/** Loads verified model files on the first of the planned backends that can run them (see firstLoadingBackend): the one engine loader every shell uses. */
+export async function loadPlannedEngine(files: ModelFiles, backends: readonly OrtBackend[], options: Omit<EngineOptions, 'backend'> = {}): Promise<{ engine: ProxyEngine; fallbackReason: string | null }> {
+  const { value: engine, fallbackReason } = await firstLoadingBackend(backends, (backend) => createEngine(files, { ...options, backend }));
+  return { engine, fallbackReason };
 }
 
 /**
