@@ -37,7 +37,7 @@ export interface LocalGuard extends Guard {
   scoreSentenceAblations(input: unknown, messageIndex: number, ablatedTexts: string[], options?: CheckOptions): Promise<number[]>;
 }
 
-/** A loaded scorer and the options its verdicts are judged with (the caller's over the model directory's). */
+/** A loaded scorer and the options its verdicts are verdictOptions with (the caller's over the model directory's). */
 interface Ready {
   scorer: Scorer;
   options: ResolvedGuardOptions;
@@ -92,9 +92,10 @@ export function judgeInputFailure(error: unknown, raw: unknown, options: Resolve
 
 /** Creates the guard that conducts every check over the scorer `source` loads. */
 export function createConductor(options: GuardOptions, source: ScorerSource): LocalGuard {
-  // Validated now so bad options fail fast; the model's own operating point joins them once its files are verified.
-  const resolved = resolveOptions(options);
-  const status = loadingStatus(source.fallbackReason ?? null, resolved.familiarityThreshold);
+  // Validated now so bad options fail fast. The caller's options plan, time and police every check; the options
+  // verdicts are judged with add the model's own operating point once its files are verified (verdictOptions).
+  const callerOptions = resolveOptions(options);
+  const status = loadingStatus(source.fallbackReason ?? null, callerOptions.familiarityThreshold);
   let disposed = false;
   // One model, one run at a time: scoring requests queue here.
   let queue: Promise<unknown> = Promise.resolve();
@@ -110,9 +111,9 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     return run;
   };
 
-  /** The options verdicts are judged with: the caller's (what they set, from any source) over the model's file, over the defaults. */
+  /** The options verdicts are verdictOptions with: the caller's (what they set, from any source) over the model's file, over the defaults. */
   function withModelOptions(file: ModelOptionsFile | null): ResolvedGuardOptions {
-    if (file === null) return resolved;
+    if (file === null) return callerOptions;
     const applied = applyModelOptions(options, file);
     status.modelOptions = applied.status;
     return resolveOptions(applied.options);
@@ -120,9 +121,9 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
 
   function markReady(loaded: LoadedScorer): Ready {
     const { info } = loaded.scorer;
-    const judged = withModelOptions(loaded.modelOptions);
+    const verdictOptions = withModelOptions(loaded.modelOptions);
     const reason = [status.fallbackReason, loaded.fallbackReason].filter(Boolean).join('; ');
-    const windowTokens = info.shape ? Math.min(info.maxContextTokens, defaultWindowTokens(info.shape, judged.timeoutMs)) : info.maxContextTokens;
+    const windowTokens = info.shape ? Math.min(info.maxContextTokens, defaultWindowTokens(info.shape, verdictOptions.timeoutMs)) : info.maxContextTokens;
     Object.assign(status, {
       state: 'ready',
       backend: info.backend,
@@ -135,11 +136,11 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
       attention: info.attention,
       scoring: info.scoring,
       ...(info.rendering !== undefined ? { rendering: info.rendering } : {}),
-      familiarity: emptyFamiliarity(judged.familiarityThreshold),
+      familiarity: emptyFamiliarity(verdictOptions.familiarityThreshold),
     } satisfies Partial<GuardStatus>);
     source.onProgress?.({ type: 'session', backend: info.backend });
     source.onProgress?.({ type: 'ready', status: { ...status } });
-    return { scorer: loaded.scorer, options: judged, windowTokens };
+    return { scorer: loaded.scorer, options: verdictOptions, windowTokens };
   }
 
   const ready: Promise<Ready> = (async () => markReady(await source.load()))();
@@ -156,13 +157,13 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
   /** The model's part of a check, under the call's deadline signal. */
   async function scoreAndJudge(context: StructuredContext, plan: Extract<CheckPlan, { verdict: null }>, signal: AbortSignal): Promise<Verdict> {
     const t0 = now();
-    const { scorer, options: judged, windowTokens } = await ready;
+    const { scorer, options: verdictOptions, windowTokens } = await ready;
     signal.throwIfAborted();
     const tLoaded = now();
     // Texts no window could hold are cut now, so planning, the copy to the scorer and the judge handle at most a window's worth of each.
     const cut = await cutLongTexts(context, scorer.info.maxTextChars, scorer.info.maxContextTokens, signal);
-    const budget = Math.min(scorer.info.maxContextTokens, judged.maxContextTokens ?? windowTokens);
-    const common = { actionText: resolved.actionText, maxContextTokens: budget, signal };
+    const budget = Math.min(scorer.info.maxContextTokens, verdictOptions.maxContextTokens ?? windowTokens);
+    const common = { actionText: callerOptions.actionText, maxContextTokens: budget, signal };
     // A check that may not fit is measured first (nothing scored), and scored in windows when it does not.
     const measure = scorer.info.chatFormat !== 'edgearmor' || !surelyFits(cut.context, budget);
     const request = plan.scoring(scorer.info, cut.context);
@@ -171,7 +172,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     if (scores.sizes) {
       const windows = planWindows(cut.context, scores.sizes, budget);
       if (windows) {
-        const verdict = await scoreWindows(cut, windows, scorer, judged, common, extras);
+        const verdict = await scoreWindows(cut, windows, scorer, verdictOptions, common, extras);
         verdict.timings = { ...verdict.timings, waitForModelMs: tLoaded - t0, scoreMs: now() - tLoaded };
         return verdict;
       }
@@ -179,7 +180,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     }
     const tScored = now();
     const timings = { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded };
-    const verdict = judge({ context: cut.context, ...request, scores: withCut(scores, cut.cutChars), options: judged, capabilities: scorer.info, extras: { ...extras, timings } });
+    const verdict = judge({ context: cut.context, ...request, scores: withCut(scores, cut.cutChars), options: verdictOptions, capabilities: scorer.info, extras: { ...extras, timings } });
     verdict.timings['attributionMs'] = now() - tScored;
     return verdict;
   }
@@ -189,7 +190,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     cut: CutContext,
     plans: readonly WindowPlan[],
     scorer: Scorer,
-    judged: ResolvedGuardOptions,
+    verdictOptions: ResolvedGuardOptions,
     common: Pick<ScoreRequest, 'actionText' | 'maxContextTokens' | 'signal'>,
     extras: VerdictExtras,
   ): Promise<Verdict> {
@@ -197,13 +198,13 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     const done: JudgedWindow[] = [];
     const notJudged: WindowsReport['notJudged'] = { messages: [], tools: [] };
     let passes = 0;
-    const perWindow = plans.length > 1 ? windowedJudgeOptions(judged) : judged;
+    const perWindow = plans.length > 1 ? windowedJudgeOptions(verdictOptions) : verdictOptions;
     for (const windowPlan of plans) {
       const win = windowContext(context, windowPlan);
-      const plan = planCheck(win.context, resolved);
+      const plan = planCheck(win.context, callerOptions);
       if (plan.verdict) continue;
       const request = plan.scoring(scorer.info, win.context);
-      if (passes + request.variants.length > judged.maxPasses) {
+      if (passes + request.variants.length > verdictOptions.maxPasses) {
         notJudged.messages.push(...windowPlan.messages.filter((i) => context.messages[i]!.role === 'tool'));
         notJudged.tools.push(...win.context.tools.map((t) => t.name).filter((t) => t !== context.action.name));
         continue;
@@ -215,11 +216,11 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
       done.push({ win, verdict, passes: request.variants.length });
     }
     if (done.length === 0) {
-      const error = new ContextTooLongError(`no window of this check could be scored within maxPasses (${judged.maxPasses}); raise it, or shorten the context`, { maxPasses: judged.maxPasses });
-      return { ...judgeFailure(error, context, judged, extras), windows: { count: 0, passes: 0, judged: [], notJudged } };
+      const error = new ContextTooLongError(`no window of this check could be scored within maxPasses (${verdictOptions.maxPasses}); raise it, or shorten the context`, { maxPasses: verdictOptions.maxPasses });
+      return { ...judgeFailure(error, context, verdictOptions, extras), windows: { count: 0, passes: 0, judged: [], notJudged } };
     }
     notJudged.messages.sort((a, b) => a - b);
-    return mergeWindowVerdicts(context, done, notJudged, judged, extras, cut.cutChars);
+    return mergeWindowVerdicts(context, done, notJudged, verdictOptions, extras, cut.cutChars);
   }
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
@@ -234,17 +235,17 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     const findings = input.tool_findings ?? [];
     // A finding whose policy blocks the call decides it before the model runs; every other one is evidence beside the
     // verdict. A call outside privilegedTools is not checked, by definitions or by the model.
-    const blocking = isPrivilegedTool(input.action.name, resolved) ? blockingFindings(findings, input.action.name, resolved.toolDefinitions) : [];
+    const blocking = isPrivilegedTool(input.action.name, callerOptions) ? blockingFindings(findings, input.action.name, callerOptions.toolDefinitions) : [];
     if (blocking.length > 0) return definitionVerdict(findings, blocking, input.action.name);
     return withDefinitionFindings(await checkInput(input, opts), findings);
   }
 
   async function checkInput(input: GuardInput, opts: CheckOptions): Promise<Verdict> {
     await yieldToEventLoop();
-    const context = buildContext(input, resolved);
-    const plan = planCheck(context, resolved);
+    const context = buildContext(input, callerOptions);
+    const plan = planCheck(context, callerOptions);
     if (plan.verdict) return plan.verdict;
-    const deadline = startDeadline(resolved.timeoutMs, opts.signal);
+    const deadline = startDeadline(callerOptions.timeoutMs, opts.signal);
     try {
       const verdict = await Promise.race([scoreAndJudge(context, plan, deadline.signal), deadline.expired]);
       if (verdict.reason === 'model') status.familiarity = countFamiliarity(status.familiarity, callLogProbPerToken(verdict.attribution));
@@ -253,7 +254,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
       // The caller's abort and dispose are answers, not malfunctions; the deadline is a malfunction whatever the engine threw on it.
       if (opts.signal?.aborted) throw isEdgeArmorError(error) && error.code === 'aborted' ? error : abortedError();
       if (disposed) throw new DisposedError('The guard was disposed while this check ran.');
-      return judgeFailure(deadline.signal.aborted ? deadline.signal.reason : error, context, resolved, {
+      return judgeFailure(deadline.signal.aborted ? deadline.signal.reason : error, context, callerOptions, {
         ...(status.backend ? { backend: status.backend } : {}),
         ...(status.rendering !== undefined ? { rendering: status.rendering } : {}),
       });
@@ -264,15 +265,15 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
 
   async function scoreSentenceAblations(raw: unknown, messageIndex: number, ablatedTexts: string[], opts: CheckOptions = {}): Promise<number[]> {
     guardAlive();
-    const context = buildContext(parseGuardInput(raw), resolved);
-    const deadline = startDeadline(resolved.timeoutMs, opts.signal);
+    const context = buildContext(parseGuardInput(raw), callerOptions);
+    const deadline = startDeadline(callerOptions.timeoutMs, opts.signal);
     try {
       const scored = (async () => {
         const { scorer } = await ready;
         const variants = buildVariants(context).filter((v) => v.kind === 'full');
         const replacements = ablatedTexts.map((content, i) => ({ id: `sentence:${i}`, messageIndex, content }));
         // Each ablation is scored with the whole conversation: one that does not fit the window is measured, not cut and scored.
-        const scores = await serialScore(scorer, { context, variants, actionText: resolved.actionText, withAttention: false, replacements, ifTooLong: 'measure', signal: deadline.signal });
+        const scores = await serialScore(scorer, { context, variants, actionText: callerOptions.actionText, withAttention: false, replacements, ifTooLong: 'measure', signal: deadline.signal });
         if (scores.sizes) {
           throw new ContextTooLongError(
             `the conversation does not fit the model's window of ${scorer.info.maxContextTokens} tokens whole, and each sentence of a flagged result is scored with all of it; the result is withheld instead`,
@@ -293,7 +294,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     status: async () => ({ ...status }),
     check,
     scoreSentenceAblations,
-    defend: (raw, callbacks, opts = {}) => defendWith(guard, resolved, raw, callbacks, opts),
+    defend: (raw, callbacks, opts = {}) => defendWith(guard, callerOptions, raw, callbacks, opts),
     async dispose() {
       if (disposed) return;
       disposed = true;
@@ -309,7 +310,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
 /** Runs check + defense over any guard that can score sentence ablations (a conductor, or the worker client). */
 export async function defendWith(
   guard: Pick<LocalGuard, 'check' | 'scoreSentenceAblations'>,
-  resolved: ResolvedGuardOptions,
+  callerOptions: ResolvedGuardOptions,
   raw: unknown,
   callbacks: DefendCallbacks,
   opts: CheckOptions = {},
@@ -319,9 +320,9 @@ export async function defendWith(
   const localRedactor = createLocalRedactor(
     (request: SanitizeRequest, ablated: string[]) =>
       guard.scoreSentenceAblations({ ...input, messages: request.messages, action: request.action }, request.span.messageIndex, ablated, opts),
-    resolved.defense,
+    callerOptions.defense,
   );
-  return runDefense(input, verdict, resolved, {
+  return runDefense(input, verdict, callerOptions, {
     sanitize: callbacks.sanitize ?? localRedactor,
     regenerate: callbacks.regenerate,
     check: (next) => guard.check(next, opts),
