@@ -143,12 +143,31 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     return { scorer: loaded.scorer, options: verdictOptions, windowTokens };
   }
 
-  const ready: Promise<Ready> = (async () => markReady(await source.load()))();
-  ready.catch(() => {
-    status.state = 'failed';
-  });
+  const load = (): Promise<Ready> => {
+    const loading = (async () => markReady(await source.load()))();
+    loading.catch(() => {
+      status.state = 'failed';
+    });
+    return loading;
+  };
+  let ready = load();
   const readyStatus = ready.then(() => ({ ...status }));
   readyStatus.catch(() => undefined);
+
+  /**
+   * The loaded scorer. A load that failed stays the answer (a model that failed its checks fails them again),
+   * except a host that died while loading (a worker crash): the next check that needs the model loads again.
+   */
+  async function loaded(): Promise<Ready> {
+    const attempt = ready;
+    try {
+      return await attempt;
+    } catch (error) {
+      if (disposed || !isEdgeArmorError(error) || error.code !== 'worker-crashed') throw error;
+      if (ready === attempt) ready = load();
+      return ready;
+    }
+  }
 
   function guardAlive(): void {
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
@@ -157,7 +176,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
   /** The model's part of a check, under the call's deadline signal. */
   async function scoreAndJudge(context: StructuredContext, plan: Extract<CheckPlan, { verdict: null }>, signal: AbortSignal): Promise<Verdict> {
     const t0 = now();
-    const { scorer, options: verdictOptions, windowTokens } = await ready;
+    const { scorer, options: verdictOptions, windowTokens } = await loaded();
     signal.throwIfAborted();
     const tLoaded = now();
     // Texts no window could hold are cut now, so planning, the copy to the scorer and the judge handle at most a window's worth of each.
@@ -269,7 +288,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Lo
     const deadline = startDeadline(callerOptions.timeoutMs, opts.signal);
     try {
       const scored = (async () => {
-        const { scorer } = await ready;
+        const { scorer } = await loaded();
         const variants = buildVariants(context).filter((v) => v.kind === 'full');
         const replacements = ablatedTexts.map((content, i) => ({ id: `sentence:${i}`, messageIndex, content }));
         // Each ablation is scored with the whole conversation: one that does not fit the window is measured, not cut and scored.

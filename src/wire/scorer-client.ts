@@ -59,7 +59,7 @@ export interface RemoteScorerOptions<L> {
 
 /** A scorer hosted elsewhere, before and after its load. */
 export interface RemoteScorer {
-  /** Starts the first host and waits for its model. */
+  /** Starts a host (or uses the live one) and waits for its model. */
   load(): Promise<LoadedScorer>;
   /** Releases the host's model (within cancelGraceMs), ends the host, and fails every request and load in flight with DisposedError. */
   dispose(): Promise<void>;
@@ -290,21 +290,15 @@ export function createRemoteScorer<L>(options: RemoteScorerOptions<L>): RemoteSc
     dispose: () => dispose(),
   };
 
+  /** Loads on the live host (a new one after a death: the conductor loads again after a host died while loading). */
   async function load(): Promise<LoadedScorer> {
-    for (let attempt = 1; ; attempt++) {
-      const session = live();
-      try {
-        const loaded = await new Promise<Loaded>((resolve, reject) => {
-          loads.add(reject);
-          session.loaded.then(resolve, reject).finally(() => loads.delete(reject));
-        });
-        info = options.describe ? options.describe(loaded.info) : loaded.info;
-        return { scorer, modelOptions: loaded.modelOptions, fallbackReason: loaded.fallbackReason };
-      } catch (error) {
-        // A host that died while loading is started once more where calls are re-sent; a model that failed its checks fails them anywhere.
-        if (!(error instanceof WorkerCrashedError) || !options.resendOnDeath || attempt >= 2 || disposed) throw error;
-      }
-    }
+    const session = live();
+    const loaded = await new Promise<Loaded>((resolve, reject) => {
+      loads.add(reject);
+      session.loaded.then(resolve, reject).finally(() => loads.delete(reject));
+    });
+    info = options.describe ? options.describe(loaded.info) : loaded.info;
+    return { scorer, modelOptions: loaded.modelOptions, fallbackReason: loaded.fallbackReason };
   }
 
   async function dispose(): Promise<void> {

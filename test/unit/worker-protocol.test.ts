@@ -330,6 +330,19 @@ describe('the scorer protocol over a MessageChannel', () => {
     expect(h.workerPorts).toHaveLength(3);
   });
 
+  it('rejects ready with WorkerCrashedError when the worker dies while loading, and loads again on a new worker for the checks', async () => {
+    const h = harness({ load: 'held' });
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(1));
+    const pending = h.guard.check(guardCase({ tag: 'req-13' }));
+    h.workerPorts[0]!.close();
+    await expect(h.guard.ready).rejects.toMatchObject({ code: 'worker-crashed' });
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(2));
+    h.world.releaseHeld[1]!();
+    expect(tagOf(await pending)).toBe(logProbOf('req-13'));
+    expect((await h.guard.status()).state).toBe('ready');
+    expect(h.world.loads).toBe(2);
+  });
+
   it('cannot restart a single Worker instance and says so with WorkerCrashedError', async () => {
     const h = harness({ singleWorker: true });
     await h.guard.ready;
