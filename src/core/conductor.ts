@@ -80,16 +80,6 @@ export function loadingStatus(fallbackReason: string | null = null, familiarityT
   };
 }
 
-/**
- * The failure policy for a call whose scorer failed before its context existed here (the worker client
- * after a timeout or a worker crash): the input is validated, and a call that cannot be shown to be
- * unprivileged gets `onError`.
- */
-export function judgeInputFailure(error: unknown, raw: unknown, options: ResolvedGuardOptions, extras: VerdictExtras = {}): Verdict {
-  const input: GuardInput = parseGuardInput(raw);
-  return judgeFailure(error, { privileged: isPrivilegedTool(input.action.name, options) }, options, extras);
-}
-
 /** Creates the guard that conducts every check over the scorer `source` loads. */
 export function createConductor(options: GuardOptions, source: ScorerSource): LocalGuard {
   // Validated now so bad options fail fast. The caller's options plan, time and police every check; the options
