@@ -7,7 +7,7 @@ import { backendRequest, checkBackendRequest, planBackends } from './core/backen
 import { createConductor, type ConductorGuard } from './core/conductor.js';
 import type { GuardOptions } from './core/options.js';
 import { splitRuntimeOptions, type ModelRuntimeOptions } from './core/runtime-options.js';
-import { validateFactoryOptions } from './core/shell-options.js';
+import { DEFAULT_STUCK_GRACE_MS, validateFactoryOptions } from './core/shell-options.js';
 import { nodeModelReader } from './engine/files-node.js';
 import { loadEngineScorer, type LocalGuardRuntime } from './engine/local-guard.js';
 import { loadIsolatedScorer } from './engine/process-scorer.js';
@@ -56,7 +56,8 @@ export function createNodeGuard(options: NodeGuardOptions = {}): ConductorGuard 
       const plan = await planBackends(request, { isNode: true, isWorkerThread: !inChild && !isMainThread, gpu: undefined });
       const here: LocalGuardRuntime = { ...runtimeOptions, reader, backends: plan.backends, ...progress };
       const location = { modelDir: options.modelDir, modelUrl: options.modelUrl, cacheDir: options.cacheDir, modelManifest: options.modelManifest };
-      const loaded = inChild ? await loadIsolatedScorer({ location, runtime: runtimeOptions, backends: plan.backends, ...progress }, here) : await loadEngineScorer(here);
+      const isolated = { location, runtime: runtimeOptions, backends: plan.backends, cancelGraceMs: options.stuckWorkerGraceMs ?? DEFAULT_STUCK_GRACE_MS, ...progress };
+      const loaded = inChild ? await loadIsolatedScorer(isolated, here) : await loadEngineScorer(here);
       return { ...loaded, fallbackReason: [plan.fallbackReason, loaded.fallbackReason].filter(Boolean).join('; ') || null };
     },
     ...progress,

@@ -18,6 +18,7 @@ import { callLogProbPerToken, countFamiliarity, emptyFamiliarity } from './famil
 import type { CheckOptions, DefendCallbacks, Guard, GuardStatus } from './guard-api.js';
 import { parseGuardInput } from './guard-input.js';
 import { judgeWindows, planWindowJobs, scoreAndJudgeTogether, withCut, type Ready } from './checks-together.js';
+import { readPlainData } from './json.js';
 import { judge, judgeFailure, planCheck, type CheckPlan, type CheckScores } from './judge.js';
 import { cutLongTexts, yieldToEventLoop, type CutContext } from './long-texts.js';
 import { applyModelOptions, type ModelOptionsFile } from './model-options.js';
@@ -26,8 +27,9 @@ import type { LoadedScorer, Scorer, ScoreRequest, ScorerSource } from './scorer-
 import type { GuardInput } from './types.js';
 import { blockingFindings, definitionVerdict, withDefinitionFindings } from './mcp-definitions/policy.js';
 import { buildVariants } from './variants.js';
-import type { Verdict, VerdictExtras } from './verdict.js';
-import { planWindows, surelyFits, type WindowPlan } from './windows.js';
+import type { Verdict, VerdictExtras, WindowsReport } from './verdict.js';
+import { mergeWindowVerdicts, windowedJudgeOptions, type JudgedWindow } from './window-verdict.js';
+import { planWindows, surelyFits, windowContext, type WindowPlan } from './windows.js';
 import { defaultWindowTokens } from './window-budget.js';
 
 /** A guard with the sentence scorer the local redactor needs (what a conductor is, wherever it runs). */
@@ -73,21 +75,12 @@ export function loadingStatus(fallbackReason: string | null = null, familiarityT
   };
 }
 
-/**
- * The failure policy for a call whose scorer failed before its context existed here (the worker client
- * after a timeout or a worker crash): the input is validated, and a call that cannot be shown to be
- * unprivileged gets `onError`.
- */
-export function judgeInputFailure(error: unknown, raw: unknown, options: ResolvedGuardOptions, extras: VerdictExtras = {}): Verdict {
-  const input: GuardInput = parseGuardInput(raw);
-  return judgeFailure(error, { privileged: isPrivilegedTool(input.action.name, options) }, options, extras);
-}
-
 /** Creates the guard that conducts every check over the scorer `source` loads. */
 export function createConductor(options: GuardOptions, source: ScorerSource): ConductorGuard {
-  // Validated now so bad options fail fast; the model's own operating point joins them once its files are verified.
-  const resolved = resolveOptions(options);
-  const status = loadingStatus(source.fallbackReason ?? null, resolved.familiarityThreshold);
+  // Validated now so bad options fail fast. The caller's options plan, time and police every check; the options
+  // verdicts are judged with add the model's own operating point once its files are verified (verdictOptions).
+  const callerOptions = resolveOptions(options);
+  const status = loadingStatus(source.fallbackReason ?? null, callerOptions.familiarityThreshold);
   let disposed = false;
   // One model, one run at a time: scoring requests queue here.
   let queue: Promise<unknown> = Promise.resolve();
@@ -99,10 +92,12 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
     queue = run.catch(() => undefined);
     return run;
   };
+  // A scorer that runs its requests one at a time where it lives gets each at once (scorer-port.ts).
+  const serialScore = (scorer: Scorer, request: ScoreRequest): Promise<CheckScores> => (scorer.queuesRequests ? scorer.score(request) : serial(() => scorer.score(request)));
 
-  /** The options verdicts are judged with: the caller's (what they set, from any source) over the model's file, over the defaults. */
+  /** The options verdicts are verdictOptions with: the caller's (what they set, from any source) over the model's file, over the defaults. */
   function withModelOptions(file: ModelOptionsFile | null): ResolvedGuardOptions {
-    if (file === null) return resolved;
+    if (file === null) return callerOptions;
     const applied = applyModelOptions(options, file);
     status.modelOptions = applied.status;
     return resolveOptions(applied.options);
@@ -110,9 +105,9 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
 
   function markReady(loaded: LoadedScorer): Ready {
     const { info } = loaded.scorer;
-    const judged = withModelOptions(loaded.modelOptions);
+    const verdictOptions = withModelOptions(loaded.modelOptions);
     const reason = [status.fallbackReason, loaded.fallbackReason].filter(Boolean).join('; ');
-    const windowTokens = info.shape ? Math.min(info.maxContextTokens, defaultWindowTokens(info.shape, judged.timeoutMs)) : info.maxContextTokens;
+    const windowTokens = info.shape ? Math.min(info.maxContextTokens, defaultWindowTokens(info.shape, verdictOptions.timeoutMs)) : info.maxContextTokens;
     Object.assign(status, {
       state: 'ready',
       backend: info.backend,
@@ -125,19 +120,38 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
       attention: info.attention,
       scoring: info.scoring,
       ...(info.rendering !== undefined ? { rendering: info.rendering } : {}),
-      familiarity: emptyFamiliarity(judged.familiarityThreshold),
+      familiarity: emptyFamiliarity(verdictOptions.familiarityThreshold),
     } satisfies Partial<GuardStatus>);
     source.onProgress?.({ type: 'session', backend: info.backend });
     source.onProgress?.({ type: 'ready', status: { ...status } });
-    return { scorer: loaded.scorer, options: judged, windowTokens };
+    return { scorer: loaded.scorer, options: verdictOptions, windowTokens };
   }
 
-  const ready: Promise<Ready> = (async () => markReady(await source.load()))();
-  ready.catch(() => {
-    status.state = 'failed';
-  });
+  const load = (): Promise<Ready> => {
+    const loading = (async () => markReady(await source.load()))();
+    loading.catch(() => {
+      status.state = 'failed';
+    });
+    return loading;
+  };
+  let ready = load();
   const readyStatus = ready.then(() => ({ ...status }));
   readyStatus.catch(() => undefined);
+
+  /**
+   * The loaded scorer. A load that failed stays the answer (a model that failed its checks fails them again),
+   * except a host that died while loading (a worker crash): the next check that needs the model loads again.
+   */
+  async function loaded(): Promise<Ready> {
+    const attempt = ready;
+    try {
+      return await attempt;
+    } catch (error) {
+      if (disposed || !isEdgeArmorError(error) || error.code !== 'worker-crashed') throw error;
+      if (ready === attempt) ready = load();
+      return ready;
+    }
+  }
 
   function guardAlive(): void {
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
@@ -146,30 +160,30 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
   /** The model's part of a check, under the call's deadline signal. */
   async function scoreAndJudge(context: StructuredContext, plan: Extract<CheckPlan, { verdict: null }>, signal: AbortSignal): Promise<Verdict> {
     const t0 = now();
-    const { scorer, options: judged, windowTokens } = await ready;
+    const { scorer, options: verdictOptions, windowTokens } = await loaded();
     signal.throwIfAborted();
     const tLoaded = now();
     // Texts no window could hold are cut now, so planning, the copy to the scorer and the judge handle at most a window's worth of each.
     const cut = await cutLongTexts(context, scorer.info.maxTextChars, scorer.info.maxContextTokens, signal);
-    const budget = Math.min(scorer.info.maxContextTokens, judged.maxContextTokens ?? windowTokens);
-    const common = { actionText: resolved.actionText, maxContextTokens: budget, signal };
+    const budget = Math.min(scorer.info.maxContextTokens, verdictOptions.maxContextTokens ?? windowTokens);
+    const common = { actionText: callerOptions.actionText, maxContextTokens: budget, signal };
     // A check that may not fit is measured first (nothing scored), and scored in windows when it does not.
     const measure = scorer.info.chatFormat !== 'edgearmor' || !surelyFits(cut.context, budget);
     const request = plan.scoring(scorer.info, cut.context);
-    let scores = await serial(() => scorer.score({ context: cut.context, ...request, ...common, ...(measure ? { ifTooLong: 'measure' as const } : {}) }));
+    let scores = await serialScore(scorer, { context: cut.context, ...request, ...common, ...(measure ? { ifTooLong: 'measure' as const } : {}) });
     const extras = { backend: scorer.info.backend, proxy: scorer.info.model, ...(scorer.info.rendering !== undefined ? { rendering: scorer.info.rendering } : {}) };
     if (scores.sizes) {
       const windows = planWindows(cut.context, scores.sizes, budget);
       if (windows) {
-        const verdict = await scoreWindows(cut, windows, scorer, judged, common, extras);
+        const verdict = await scoreWindows(cut, windows, scorer, verdictOptions, common, extras);
         verdict.timings = { ...verdict.timings, waitForModelMs: tLoaded - t0, scoreMs: now() - tLoaded };
         return verdict;
       }
-      scores = await serial(() => scorer.score({ context: cut.context, ...request, ...common }));
+      scores = await serialScore(scorer, { context: cut.context, ...request, ...common });
     }
     const tScored = now();
     const timings = { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded };
-    const verdict = judge({ context: cut.context, ...request, scores: withCut(scores, cut.cutChars), options: judged, capabilities: scorer.info, extras: { ...extras, timings } });
+    const verdict = judge({ context: cut.context, ...request, scores: withCut(scores, cut.cutChars), options: verdictOptions, capabilities: scorer.info, extras: { ...extras, timings } });
     verdict.timings['attributionMs'] = now() - tScored;
     return verdict;
   }
@@ -179,36 +193,39 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
     cut: CutContext,
     plans: readonly WindowPlan[],
     scorer: Scorer,
-    judged: ResolvedGuardOptions,
+    verdictOptions: ResolvedGuardOptions,
     common: Pick<ScoreRequest, 'actionText' | 'maxContextTokens' | 'signal'>,
     extras: VerdictExtras,
   ): Promise<Verdict> {
-    const planned = planWindowJobs(cut, plans, scorer, judged, resolved);
+    const planned = planWindowJobs(cut, plans, scorer, verdictOptions, callerOptions);
     const scores: CheckScores[] = [];
-    for (const job of planned.jobs) scores.push(await serial(() => scorer.score({ context: job.win.context, ...job.request, ...common })));
-    return judgeWindows(cut, planned, scores, scorer, judged, extras);
+    for (const job of planned.jobs) scores.push(await serialScore(scorer, { context: job.win.context, ...job.request, ...common }));
+    return judgeWindows(cut, planned, scores, scorer, verdictOptions, extras);
   }
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
     guardAlive();
     // Invalid input is the caller's bug, not a guard failure: it throws a typed error before any model work.
-    // It is read (and copied) now, at the call; the context is built in a task of its own, one check per task,
-    // so a burst of simultaneous calls does not hold the host's event loop for all of their contexts at once.
-    const input = parseGuardInput(raw);
+    // It is read (and copied) now, at the call, as the caller left it; it is validated, and its context built,
+    // in tasks of their own, one check per task, so neither a long input nor a burst of simultaneous calls
+    // holds the host's event loop (a page's, when the scorer is in a worker) for long at once.
+    const copy = readPlainData(raw, 'input');
+    await admit();
+    const input = parseGuardInput(copy);
     const findings = input.tool_findings ?? [];
     // A finding whose policy blocks the call decides it before the model runs; every other one is evidence beside the
     // verdict. A call outside privilegedTools is not checked, by definitions or by the model.
-    const blocking = isPrivilegedTool(input.action.name, resolved) ? blockingFindings(findings, input.action.name, resolved.toolDefinitions) : [];
+    const blocking = isPrivilegedTool(input.action.name, callerOptions) ? blockingFindings(findings, input.action.name, callerOptions.toolDefinitions) : [];
     if (blocking.length > 0) return definitionVerdict(findings, blocking, input.action.name);
     return withDefinitionFindings(await checkInput(input, opts), findings);
   }
 
   async function checkInput(input: GuardInput, opts: CheckOptions): Promise<Verdict> {
-    await admit();
-    const context = buildContext(input, resolved);
-    const plan = planCheck(context, resolved);
+    await yieldToEventLoop();
+    const context = buildContext(input, callerOptions);
+    const plan = planCheck(context, callerOptions);
     if (plan.verdict) return plan.verdict;
-    const deadline = startDeadline(resolved.timeoutMs, opts.signal);
+    const deadline = startDeadline(callerOptions.timeoutMs, opts.signal);
     try {
       const verdict = await Promise.race([scoreAndJudge(context, plan, deadline.signal), deadline.expired]);
       if (verdict.reason === 'model') status.familiarity = countFamiliarity(status.familiarity, callLogProbPerToken(verdict.attribution));
@@ -217,7 +234,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
       // The caller's abort and dispose are answers, not malfunctions; the deadline is a malfunction whatever the engine threw on it.
       if (opts.signal?.aborted) throw isEdgeArmorError(error) && error.code === 'aborted' ? error : abortedError();
       if (disposed) throw new DisposedError('The guard was disposed while this check ran.');
-      return judgeFailure(deadline.signal.aborted ? deadline.signal.reason : error, context, resolved, {
+      return judgeFailure(deadline.signal.aborted ? deadline.signal.reason : error, context, callerOptions, {
         ...(status.backend ? { backend: status.backend } : {}),
         ...(status.rendering !== undefined ? { rendering: status.rendering } : {}),
       });
@@ -228,29 +245,29 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
 
   async function checkMany(raws: readonly unknown[], opts: CheckOptions = {}): Promise<Verdict[]> {
     guardAlive();
-    // Every input is read and validated at the call, as check reads its one.
-    const inputs = raws.map((raw) => parseGuardInput(raw));
+    // Every input is read (and copied) and validated at the call, as check reads its one.
+    const inputs = raws.map((raw, i) => parseGuardInput(readPlainData(raw, `inputs[${i}]`)));
     const verdicts = new Array<Verdict>(inputs.length);
     const pending: Array<{ index: number; input: GuardInput; context: StructuredContext; plan: Extract<CheckPlan, { verdict: null }> }> = [];
     for (const [index, input] of inputs.entries()) {
       const findings = input.tool_findings ?? [];
-      const blocking = isPrivilegedTool(input.action.name, resolved) ? blockingFindings(findings, input.action.name, resolved.toolDefinitions) : [];
+      const blocking = isPrivilegedTool(input.action.name, callerOptions) ? blockingFindings(findings, input.action.name, callerOptions.toolDefinitions) : [];
       if (blocking.length > 0) {
         verdicts[index] = definitionVerdict(findings, blocking, input.action.name);
         continue;
       }
       await admit();
-      const context = buildContext(input, resolved);
-      const plan = planCheck(context, resolved);
+      const context = buildContext(input, callerOptions);
+      const plan = planCheck(context, callerOptions);
       if (plan.verdict) verdicts[index] = withDefinitionFindings(plan.verdict, findings);
       else pending.push({ index, input, context, plan });
     }
     if (pending.length === 0) return verdicts;
     // Each check keeps its own time: the run's deadline is timeoutMs for each check in it.
-    const deadline = startDeadline(resolved.timeoutMs * pending.length, opts.signal);
+    const deadline = startDeadline(callerOptions.timeoutMs * pending.length, opts.signal);
     let scored: Verdict[] | null = null;
     try {
-      scored = await Promise.race([scoreAndJudgeTogether({ ready, serial, resolved }, pending, deadline.signal), deadline.expired]);
+      scored = await Promise.race([scoreAndJudgeTogether({ ready: loaded(), serial, resolved: callerOptions }, pending, deadline.signal), deadline.expired]);
     } catch (error) {
       if (opts.signal?.aborted) throw isEdgeArmorError(error) && error.code === 'aborted' ? error : abortedError();
       if (disposed) throw new DisposedError('The guard was disposed while these checks ran.');
@@ -272,15 +289,15 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
 
   async function scoreSentenceAblations(raw: unknown, messageIndex: number, ablatedTexts: string[], opts: CheckOptions = {}): Promise<number[]> {
     guardAlive();
-    const context = buildContext(parseGuardInput(raw), resolved);
-    const deadline = startDeadline(resolved.timeoutMs, opts.signal);
+    const context = buildContext(parseGuardInput(raw), callerOptions);
+    const deadline = startDeadline(callerOptions.timeoutMs, opts.signal);
     try {
       const scored = (async () => {
-        const { scorer } = await ready;
+        const { scorer } = await loaded();
         const variants = buildVariants(context).filter((v) => v.kind === 'full');
         const replacements = ablatedTexts.map((content, i) => ({ id: `sentence:${i}`, messageIndex, content }));
         // Each ablation is scored with the whole conversation: one that does not fit the window is measured, not cut and scored.
-        const scores = await serial(() => scorer.score({ context, variants, actionText: resolved.actionText, withAttention: false, replacements, ifTooLong: 'measure', signal: deadline.signal }));
+        const scores = await serialScore(scorer, { context, variants, actionText: callerOptions.actionText, withAttention: false, replacements, ifTooLong: 'measure', signal: deadline.signal });
         if (scores.sizes) {
           throw new ContextTooLongError(
             `the conversation does not fit the model's window of ${scorer.info.maxContextTokens} tokens whole, and each sentence of a flagged result is scored with all of it; the result is withheld instead`,
@@ -302,11 +319,12 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
     check,
     checkMany,
     scoreSentenceAblations,
-    defend: (raw, callbacks, opts = {}) => defendWith(guard, resolved, raw, callbacks, opts),
+    defend: (raw, callbacks, opts = {}) => defendWith(guard, callerOptions, raw, callbacks, opts),
     async dispose() {
       if (disposed) return;
       disposed = true;
       status.state = 'disposed';
+      await source.dispose?.();
       const loaded = await ready.catch(() => null);
       await loaded?.scorer.dispose();
     },
@@ -317,7 +335,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
 /** Runs check + defense over any guard that can score sentence ablations (a conductor, or the worker client). */
 export async function defendWith(
   guard: Pick<LocalGuard, 'check' | 'scoreSentenceAblations'>,
-  resolved: ResolvedGuardOptions,
+  callerOptions: ResolvedGuardOptions,
   raw: unknown,
   callbacks: DefendCallbacks,
   opts: CheckOptions = {},
@@ -327,9 +345,9 @@ export async function defendWith(
   const localRedactor = createLocalRedactor(
     (request: SanitizeRequest, ablated: string[]) =>
       guard.scoreSentenceAblations({ ...input, messages: request.messages, action: request.action }, request.span.messageIndex, ablated, opts),
-    resolved.defense,
+    callerOptions.defense,
   );
-  return runDefense(input, verdict, resolved, {
+  return runDefense(input, verdict, callerOptions, {
     sanitize: callbacks.sanitize ?? localRedactor,
     regenerate: callbacks.regenerate,
     check: (next) => guard.check(next, opts),

@@ -68,6 +68,20 @@ export const LAUNDERED_VALUE_TEXT = '[value from a tool result]';
 /** Argument values shorter than this (ids like "1", words like "yes") are too common to trace to a result. */
 export const MIN_TRACED_VALUE_CHARS = 4;
 
+/** Texts, lowercased and joined when first read: each text once, however often they are read. */
+function lazyLowerText(): { add(text: string): void; text(): string } {
+  const parts: string[] = [];
+  let lowered = '';
+  let count = 0;
+  return {
+    add: (text) => void parts.push(text),
+    text() {
+      for (; count < parts.length; count++) lowered += `\n${parts[count]!.toLowerCase()}`;
+      return lowered;
+    },
+  };
+}
+
 /**
  * Masks laundering through the agent's own calls. The arguments of a call the agent makes after it read
  * untrusted text are agent output, like its reasoning: a value there whose first appearance was in an
@@ -77,8 +91,10 @@ export const MIN_TRACED_VALUE_CHARS = 4;
  * stay untrusted spans of their own.
  */
 export function maskLaunderedArguments(messages: readonly Message[], untrusted: ReadonlySet<number>): { messages: Message[]; maskedIndices: number[] } {
-  let trustedText = '';
-  let untrustedText = '';
+  // Lowercased only when a value long enough to trace is looked up: most calls carry none, and lowercasing
+  // every result up front costs a long check tens of milliseconds on its host's thread.
+  const trustedSeen = lazyLowerText();
+  const untrustedSeen = lazyLowerText();
   let afterUntrusted = false;
   const maskedIndices: number[] = [];
   const out = messages.map((m, i) => {
@@ -86,7 +102,7 @@ export function maskLaunderedArguments(messages: readonly Message[], untrusted: 
       let changed = false;
       const laundered = (value: string): boolean => {
         const needle = value.trim().toLowerCase();
-        return needle.length >= MIN_TRACED_VALUE_CHARS && untrustedText.includes(needle) && !trustedText.includes(needle);
+        return needle.length >= MIN_TRACED_VALUE_CHARS && untrustedSeen.text().includes(needle) && !trustedSeen.text().includes(needle);
       };
       const mask = (value: JsonValue): JsonValue => {
         if ((typeof value === 'string' || typeof value === 'number') && laundered(String(value))) {
@@ -105,9 +121,9 @@ export function maskLaunderedArguments(messages: readonly Message[], untrusted: 
       return { ...m };
     }
     if (untrusted.has(i)) {
-      untrustedText += `\n${m.content.toLowerCase()}`;
+      untrustedSeen.add(m.content);
       afterUntrusted = true;
-    } else if (m.role !== 'assistant' || !afterUntrusted) trustedText += `\n${m.content.toLowerCase()}`;
+    } else if (m.role !== 'assistant' || !afterUntrusted) trustedSeen.add(m.content);
     return { ...m };
   });
   return { messages: out, maskedIndices };

@@ -53,6 +53,11 @@ export interface ScoreRequest {
 /** A loaded model that scores checks: the port the conductor calls. */
 export interface Scorer {
   readonly info: ScorerInfo;
+  /**
+   * The scorer runs its requests one at a time where it lives, so the conductor sends each at once (a
+   * worker that dies then hands every call in flight to the next); otherwise the conductor queues them.
+   */
+  readonly queuesRequests?: boolean;
   score(request: ScoreRequest): Promise<CheckScores>;
   /**
    * Scores several requests in one run, sharing what their sequences have in common (the calls of one
@@ -79,4 +84,6 @@ export interface ScorerSource {
   /** Why the backend planner skipped preferred backends (e.g. no WebGPU adapter). */
   fallbackReason?: string | null;
   onProgress?: (event: GuardProgress) => void;
+  /** Releases what the source holds even while it loads (a worker): called once, when the guard is disposed. */
+  dispose?(): Promise<void>;
 }

@@ -43,6 +43,15 @@ export const ON_PROGRESS_OPTION = option(
   { summary: 'load progress: `{type: file | verified | session | ready, ...}`, again on every worker restart', defaultText: 'none' },
 );
 
+/** The grace both scorer hosts get: a worker, and createNodeGuard's scoring process, share one cancel rule (wire/scorer-client.ts). */
+export const DEFAULT_STUCK_GRACE_MS = 2_000;
+
+/** How long a host may take to stop a cancelled check before it is killed and replaced. */
+export const STUCK_GRACE_OPTION = option(milliseconds('a finite number of milliseconds >= 0', (n) => n >= 0), DEFAULT_STUCK_GRACE_MS, {
+  summary:
+    "how long a timed-out or aborted check may take to stop before its worker (createGuard) or scoring process (createNodeGuard's `isolation: 'process'`) is killed and replaced (a worker's other calls go to the new one)",
+});
+
 const compiled = new WeakMap<OptionGroup, ReturnType<typeof compileOptions>>();
 
 /**

@@ -1,10 +1,11 @@
 /**
- * onnxruntime-node in a child process: the conductor's Scorer port over Node's IPC channel. The host
- * process never reads, hashes or runs the model, so its event loop stays free during a check, and a
+ * onnxruntime-node in a child process: the conductor's Scorer port over the scorer protocol
+ * (wire/protocol.ts, the same messages and cancel rule as the Web Worker's) on Node's IPC channel. The
+ * host process never reads, hashes or runs the model, so its event loop stays free during a check, and a
  * crash, an abort in native code or an out-of-memory kill takes down only the child: the call in flight
  * gets the failure policy, and the next call starts a fresh child (which verifies the model again).
- * A child that does not stop a cancelled call within 2 s is killed. Every child is reaped, also when the
- * worker thread that started it is terminated (see startReapedProcess).
+ * A child that does not stop a cancelled call within `cancelGraceMs` is killed. Every child is reaped,
+ * also when the worker thread that started it is terminated (see startReapedProcess).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -13,46 +14,36 @@ import { constants } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isMainThread, Worker } from 'node:worker_threads';
 import type { OrtBackend } from '../core/backend-plan.js';
-import { deserializeError, DisposedError, WorkerCrashedError, type WireError } from '../core/errors.js';
+import { WorkerCrashedError } from '../core/errors.js';
 import type { GuardProgress } from '../core/guard-api.js';
-import type { CheckScores } from '../core/judge.js';
-import type { ModelOptionsFile } from '../core/model-options.js';
 import type { ModelRuntimeOptions } from '../core/runtime-options.js';
-import type { LoadedScorer, Scorer, ScorerInfo, ScoreRequest } from '../core/scorer-port.js';
+import type { LoadedScorer } from '../core/scorer-port.js';
+import { DEFAULT_STUCK_GRACE_MS } from '../core/shell-options.js';
+import type { ScorerReply } from '../wire/protocol.js';
+import { createRemoteScorer, type ScorerLink } from '../wire/scorer-client.js';
 import type { NodeModelLocation } from './files-node.js';
 import { loadEngineScorer, type LocalGuardRuntime } from './local-guard.js';
 
-/** What the host sends the child. */
-export type ChildRequest =
-  | { type: 'load'; location: NodeModelLocation; runtime: Omit<ModelRuntimeOptions, 'modelManifest'>; backends: OrtBackend[] }
-  | { type: 'score'; id: number; request: Omit<ScoreRequest, 'signal'> }
-  | { type: 'cancel'; id: number }
-  | { type: 'dispose' };
-
-/** What the child answers. */
-export type ChildReply =
-  | { type: 'progress'; event: GuardProgress }
-  | { type: 'loaded'; info: ScorerInfo; modelOptions: ModelOptionsFile | null; fallbackReason: string | null }
-  | { type: 'load-failed'; error: WireError }
-  | { type: 'scored'; id: number; scores: CheckScores }
-  | { type: 'failed'; id: number; error: WireError };
+/** What the child needs to load its model (the `load` message of the scorer protocol). */
+export interface ProcessLoad {
+  location: NodeModelLocation;
+  runtime: Omit<ModelRuntimeOptions, 'modelManifest'>;
+  backends: OrtBackend[];
+}
 
 /** Where the isolated scorer runs: a child process, or (where none can start) a worker thread running wasm. */
 export type IsolationHost = 'process' | 'thread';
 
 /** Options of {@link loadProcessScorer}. */
-export interface ProcessScorerOptions {
+export interface ProcessScorerOptions extends ProcessLoad {
   /** @defaultValue 'process' */
   host?: IsolationHost;
-  location: NodeModelLocation;
-  runtime: Omit<ModelRuntimeOptions, 'modelManifest'>;
-  backends: OrtBackend[];
+  /** How long the child may take to stop a cancelled call, or to release its model on dispose, before it is killed. @defaultValue 2000 (createNodeGuard's stuckWorkerGraceMs) */
+  cancelGraceMs?: number;
   onProgress?: (event: GuardProgress) => void;
   /** Called right after a score request is sent, with the child's pid (tests kill it there, mid-check). */
   onScoreSent?: (pid: number) => void;
 }
-
-const CANCEL_GRACE_MS = 2_000;
 
 /**
  * The child's script: the built .js beside this module, or the .ts source under tsx (tests, `npm run`
@@ -71,17 +62,7 @@ function childEntry(what: string): { file: string; typescript: boolean } {
 }
 
 /** The host's end of the link to a child process or a worker thread: the same messages either way. */
-interface Link {
-  /** The child process's pid; undefined for a thread. */
-  readonly pid: number | undefined;
-  send(message: ChildRequest): void;
-  /** Whether the link may keep the host alive (only while calls are in flight). */
-  hold(busy: boolean): void;
-  kill(): void;
-  onMessage(listener: (reply: ChildReply) => void): void;
-  /** Called once the child is gone, with why. */
-  onGone(listener: (why: string) => void): void;
-}
+type Link = ScorerLink & Required<Pick<ScorerLink, 'hold'>>;
 
 /** How a child ended, as the exit event says it: its signal's name, or its exit code. */
 const ended = (code: number | null, signal: string | null) => `exited (${signal ?? `code ${String(code)}`})`;
@@ -93,7 +74,7 @@ function channelLink(proc: ChildProcess, kill: () => void): Pick<Link, 'send' | 
     // child is gone; its end then reaches onGone, and the calls in flight get the failure policy.
     send: (message) => void proc.send(message, (error) => error && kill()),
     hold: (busy) => void (busy ? proc.channel?.ref() : proc.channel?.unref()),
-    onMessage: (listener) => void proc.on('message', listener),
+    onMessage: (listener) => void proc.on('message', (reply) => listener(reply as ScorerReply)),
   };
 }
 
@@ -190,7 +171,7 @@ function startLink(host: IsolationHost): Link {
       send: (message) => source.postMessage(message),
       hold: (busy) => void (busy ? source.ref() : source.unref()),
       kill: () => void source.terminate(),
-      onMessage: (listener) => void source.on('message', listener),
+      onMessage: (listener) => void source.on('message', (reply: ScorerReply) => listener(reply)),
       onGone(listener) {
         source.on('error', (error) => listener(`failed (${error.message})`));
         source.on('exit', (code) => listener(`exited (code ${code})`));
@@ -202,157 +183,32 @@ function startLink(host: IsolationHost): Link {
   }
 }
 
-interface Pending {
-  resolve: (scores: CheckScores) => void;
-  reject: (error: Error) => void;
-}
-
-/** One child (process or thread): its load, its calls in flight, and its death. */
-interface Child {
-  link: Link;
-  loaded: Promise<Extract<ChildReply, { type: 'loaded' }>>;
-  pending: Map<number, Pending>;
-  dead: boolean;
-  /** Resolves when the child is gone. */
-  gone: Promise<void>;
-  send(message: ChildRequest): void;
-}
-
-function startChild(options: ProcessScorerOptions): Child {
-  const host = options.host ?? 'process';
-  const link = startLink(host);
-  const pending = new Map<number, Pending>();
-  let settleLoad: { resolve: (m: Extract<ChildReply, { type: 'loaded' }>) => void; reject: (e: Error) => void } | undefined;
-  const loaded = new Promise<Extract<ChildReply, { type: 'loaded' }>>((resolve, reject) => (settleLoad = { resolve, reject }));
-  loaded.catch(() => undefined);
-  let markGone: () => void = () => undefined;
-  const child: Child = {
-    link,
-    loaded,
-    pending,
-    dead: false,
-    gone: new Promise<void>((resolve) => (markGone = resolve)),
-    send(message) {
-      // The link keeps the host alive only while the child works for it.
-      link.hold(true);
-      link.send(message);
-    },
-  };
-  const idle = () => {
-    if (pending.size === 0) link.hold(false);
-  };
-  link.onGone((why) => {
-    markGone();
-    if (child.dead) return;
-    child.dead = true;
-    const error = new WorkerCrashedError(`The scoring ${host} ${why}; the next check starts a new one.`, { reason: why });
-    settleLoad?.reject(error);
-    for (const call of pending.values()) call.reject(error);
-    pending.clear();
-  });
-  link.onMessage((reply) => {
-    if (reply.type === 'progress') options.onProgress?.(reply.event);
-    else if (reply.type === 'loaded') {
-      settleLoad?.resolve(reply);
-      idle();
-    } else if (reply.type === 'load-failed') {
-      settleLoad?.reject(deserializeError(reply.error));
-      idle();
-    } else {
-      const call = pending.get(reply.id);
-      pending.delete(reply.id);
-      if (reply.type === 'scored') call?.resolve(reply.scores);
-      else call?.reject(deserializeError(reply.error));
-      idle();
-    }
-  });
-  child.send({ type: 'load', location: options.location, runtime: options.runtime, backends: options.backends });
-  return child;
-}
-
-/** The Scorer port over a child process, restarted after a death. */
-class ProcessScorer implements Scorer {
-  private requests = 0;
-  private disposed = false;
-
-  constructor(
-    private child: Child,
-    readonly info: ScorerInfo,
-    private readonly options: ProcessScorerOptions,
-  ) {}
-
-  /** The live child, a new one (loaded again) when the last one died. */
-  private async live(): Promise<Child> {
-    if (this.disposed) throw new DisposedError('The scoring process was disposed with its guard.');
-    if (this.child.dead) {
-      this.child = startChild(this.options);
-      await this.child.loaded;
-    }
-    return this.child;
-  }
-
-  async score(request: ScoreRequest): Promise<CheckScores> {
-    const { signal, ...plain } = request;
-    signal?.throwIfAborted();
-    const child = await this.live();
-    signal?.throwIfAborted();
-    const id = ++this.requests;
-    return new Promise<CheckScores>((resolve, reject) => {
-      let grace: ReturnType<typeof setTimeout> | undefined;
-      const onAbort = () => {
-        child.send({ type: 'cancel', id });
-        // A native run that never reads the cancel is stopped the only way it can be.
-        grace = setTimeout(() => child.link.kill(), CANCEL_GRACE_MS);
-      };
-      const done = () => {
-        clearTimeout(grace);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      child.pending.set(id, {
-        resolve: (scores) => {
-          done();
-          resolve(scores);
-        },
-        reject: (error) => {
-          done();
-          reject(error);
-        },
-      });
-      signal?.addEventListener('abort', onAbort, { once: true });
-      child.send({ type: 'score', id, request: plain });
-      if (child.link.pid !== undefined) this.options.onScoreSent?.(child.link.pid);
-    });
-  }
-
-  async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
-    const child = this.child;
-    if (child.dead) return;
-    child.send({ type: 'dispose' });
-    const timer = setTimeout(() => child.link.kill(), CANCEL_GRACE_MS);
-    await child.gone;
-    clearTimeout(timer);
-  }
-}
-
-/** Starts a child process, loads the model there, and returns the scorer that talks to it. */
+/** Starts a child process (or thread), loads the model there, and returns the scorer that talks to it. */
 export async function loadProcessScorer(options: ProcessScorerOptions): Promise<LoadedScorer> {
-  const child = startChild(options);
-  let loaded: Extract<ChildReply, { type: 'loaded' }>;
+  const host = options.host ?? 'process';
+  const { onScoreSent } = options;
+  const remote = createRemoteScorer<ProcessLoad>({
+    start: () => startLink(host),
+    load: { location: options.location, runtime: options.runtime, backends: options.backends },
+    hostName: host === 'process' ? 'scoring process' : 'scoring thread',
+    cancelGraceMs: options.cancelGraceMs ?? DEFAULT_STUCK_GRACE_MS,
+    // The call a dead child was running gets the failure policy; the calls queued behind it go to the next child.
+    resendOnDeath: false,
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    // Named apart from onnxruntime-node in this process; a child that fell back to wasm keeps 'wasm' (and says why).
+    describe: (info) => ({ ...info, backend: info.backend === 'node' ? 'node-process' : info.backend }),
+    ...(onScoreSent ? { onScoreSent: (link: ScorerLink) => void (link.pid !== undefined && onScoreSent(link.pid)) } : {}),
+  });
   try {
-    loaded = await child.loaded;
+    return await remote.load();
   } catch (error) {
-    if (!child.dead) child.link.kill();
+    await remote.dispose();
     throw error;
   }
-  // Named apart from onnxruntime-node in this process; a child that fell back to wasm keeps 'wasm' (and says why).
-  const info: ScorerInfo = { ...loaded.info, backend: loaded.info.backend === 'node' ? 'node-process' : loaded.info.backend };
-  return { scorer: new ProcessScorer(child, info, options), modelOptions: loaded.modelOptions, fallbackReason: loaded.fallbackReason };
 }
 
 /** A load failure's message as a clause of a fallback reason. */
-const clause = (error: Error) => error.message.replace(/(; the next check starts a new one)?\.$/, '');
+const clause = (error: Error) => error.message.replace(/(; the next call starts a new one)?\.$/, '');
 
 /**
  * onnxruntime-node in a child process; where none can start (Node's permission model, a host that

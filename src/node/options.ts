@@ -1,12 +1,12 @@
 /**
  * createNodeGuard's own options (besides the guard's and the runtime's): where the model is and where
- * fetched files are cached, the backend, isolation. Declared with the Node shell; what it shares with
+ * fetched files are cached, the backend, isolation and its grace. Declared with the Node shell; what it shares with
  * createGuard's (page/options.ts) is one declaration in core/shell-options.ts.
  */
 import * as v from 'valibot';
 import type { OrtBackend } from '../core/backend-plan.js';
 import { group, nonBlank, oneOf, option, type OptionsInput } from '../core/option-schema.js';
-import { BACKEND_OPTION, MODEL_DIR_OPTION, MODEL_URL_OPTION, ON_PROGRESS_OPTION } from '../core/shell-options.js';
+import { BACKEND_OPTION, MODEL_DIR_OPTION, MODEL_URL_OPTION, ON_PROGRESS_OPTION, STUCK_GRACE_OPTION } from '../core/shell-options.js';
 
 /** createNodeGuard's own options (besides the guard's and the runtime's). */
 export const NODE_OPTIONS = group(
@@ -28,6 +28,7 @@ export const NODE_OPTIONS = group(
       summary:
         "`process`: onnxruntime-node in a child process (status.backend `node-process`): a native crash or kill costs one check, not the host, and the host's event loop stays free (where no process can start: wasm in a worker thread, else here, with the reason); `none`: in this process",
     }),
+    stuckWorkerGraceMs: STUCK_GRACE_OPTION,
   },
   "createNodeGuard's own options",
 );

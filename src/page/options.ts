@@ -3,7 +3,7 @@
  * (core/shell-options.ts shares the backend, model location and progress declarations with Node's).
  */
 import { group, option, type OptionsInput } from '../core/option-schema.js';
-import { BACKEND_OPTION, milliseconds, MODEL_DIR_OPTION, MODEL_URL_OPTION, ON_PROGRESS_OPTION, workerSource } from '../core/shell-options.js';
+import { BACKEND_OPTION, milliseconds, MODEL_DIR_OPTION, MODEL_URL_OPTION, ON_PROGRESS_OPTION, STUCK_GRACE_OPTION, workerSource } from '../core/shell-options.js';
 import type { WorkerLike } from '../wire/endpoint.js';
 
 /** The options createGuard keeps on the page side. */
@@ -18,11 +18,7 @@ export const CLIENT_OPTIONS = group(
     modelDir: MODEL_DIR_OPTION,
     backend: BACKEND_OPTION,
     onProgress: ON_PROGRESS_OPTION,
-    stuckWorkerGraceMs: option(
-      milliseconds('a finite number of milliseconds >= 0', (n) => n >= 0),
-      2_000,
-      { summary: 'how long a timed-out or aborted check may take to stop before its worker is terminated and restarted (its other calls go to the new one)' },
-    ),
+    stuckWorkerGraceMs: STUCK_GRACE_OPTION,
     heartbeatTimeoutMs: option(
       milliseconds('a finite number of milliseconds > 0, or null to turn the heartbeat off', (n) => n > 0, true),
       null,

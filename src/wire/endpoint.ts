@@ -1,11 +1,11 @@
 /**
- * Both ends of the worker connection, for browser Workers and Node worker_threads alike: the
- * client's view of a worker (a Comlink endpoint plus crash detection and termination) and the
- * worker's own endpoint for `Comlink.expose`.
+ * Both ends of the scorer protocol over a worker, for browser Workers and Node worker_threads alike:
+ * the conductor's link to a worker (its messages, its death, its end) and the worker's own port, on
+ * which the scorer host answers.
  */
-import * as Comlink from 'comlink';
-import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { InvalidOptionsError } from '../core/errors.js';
+import { transferables, type ScorerCall, type ScorerReply } from './protocol.js';
+import type { ScorerLink } from './scorer-client.js';
 
 /** A browser `Worker` (or anything with its event API). */
 export interface BrowserWorkerLike {
@@ -27,20 +27,11 @@ export interface NodeWorkerLike {
   close?: () => void;
 }
 
-/** What createGuard can run the guard service behind. */
+/** What createGuard can run its scorer behind. */
 export type WorkerLike = BrowserWorkerLike | NodeWorkerLike;
 
-/** A live connection to one worker. */
-export interface WorkerConnection {
-  endpoint: Comlink.Endpoint;
-  /** Registers the one crash listener; `reason` says what happened. */
-  onCrash(listener: (reason: string) => void): void;
-  /** Stops the worker (or closes the port) and removes the listeners. */
-  terminate(): void;
-}
-
 function isNodeLike(worker: WorkerLike): worker is NodeWorkerLike {
-  // A Node MessagePort has both APIs; `on` is the one whose events carry raw data, which node-adapter expects.
+  // A Node MessagePort has both APIs; `on` is the one whose events carry the message itself.
   return typeof (worker as Partial<NodeWorkerLike>).on === 'function';
 }
 
@@ -50,53 +41,82 @@ function describe(value: unknown): string {
   return typeof message === 'string' && message !== '' ? message : 'no details';
 }
 
-/** Wraps a browser or Node worker into a Comlink endpoint with crash detection. */
-export function connectWorker(worker: WorkerLike): WorkerConnection {
-  let crashListener: ((reason: string) => void) | null = null;
+/** The scorer link to a browser Worker, a Node worker thread or a MessagePort: its messages, its death, its end. */
+export function workerLink(worker: WorkerLike): ScorerLink {
+  let goneListener: ((why: string) => void) | null = null;
   let closed = false;
-  const crash = (reason: string) => {
-    if (closed) return;
-    crashListener?.(reason);
+  const messageListeners: Array<(reply: ScorerReply) => void> = [];
+  const deliver = (data: unknown) => {
+    for (const listener of messageListeners) listener(data as ScorerReply);
   };
+  // A worker that threw may still run: it is ended, so nothing it does later reaches the guard.
+  const gone = (why: string) => {
+    if (closed) return;
+    closed = true;
+    detach();
+    end();
+    goneListener?.(why);
+  };
+  let detach: () => void;
+  let post: (call: ScorerCall<unknown>) => void;
+  let end: () => void;
   if (isNodeLike(worker)) {
     const events: Array<[string, (...args: unknown[]) => void]> = [
-      ['error', (e) => crash(`the worker threw an uncaught error: ${describe(e)}`)],
-      ['messageerror', (e) => crash(`a message from the worker could not be deserialised: ${describe(e)}`)],
-      ['exit', (code) => crash(`the worker exited with code ${String(code)}`)],
-      ['close', () => crash('the worker port was closed')],
+      ['message', (data) => deliver(data)],
+      ['error', (e) => gone(`threw an uncaught error: ${describe(e)}`)],
+      ['messageerror', (e) => gone(`sent a message that could not be deserialised: ${describe(e)}`)],
+      ['exit', (code) => gone(`exited with code ${String(code)}`)],
+      ['close', () => gone('closed its port')],
     ];
     for (const [type, listener] of events) worker.on(type, listener);
-    return {
-      endpoint: nodeEndpoint(worker),
-      onCrash: (listener) => {
-        crashListener = listener;
-      },
-      terminate: () => {
-        if (closed) return;
-        closed = true;
-        for (const [type, listener] of events) worker.off(type, listener);
-        if (worker.terminate) void Promise.resolve(worker.terminate()).catch(() => undefined);
-        else worker.close?.();
-      },
+    detach = () => {
+      for (const [type, listener] of events) worker.off(type, listener);
     };
+    post = (call) => worker.postMessage(call);
+    end = () => {
+      if (worker.terminate) void Promise.resolve(worker.terminate()).catch(() => undefined);
+      else worker.close?.();
+    };
+  } else {
+    const events: Array<[string, (event: unknown) => void]> = [
+      ['message', (event) => deliver((event as { data: unknown }).data)],
+      ['error', (e) => gone(`threw an uncaught error: ${describe(e)}`)],
+      ['messageerror', () => gone('sent a message that could not be deserialised')],
+    ];
+    for (const [type, listener] of events) worker.addEventListener(type, listener);
+    detach = () => {
+      for (const [type, listener] of events) worker.removeEventListener(type, listener);
+    };
+    post = (call) => worker.postMessage(call, []);
+    end = () => worker.terminate();
   }
-  const events: Array<[string, (event: unknown) => void]> = [
-    ['error', (e) => crash(`the worker threw an uncaught error: ${describe(e)}`)],
-    ['messageerror', () => crash('a message from the worker could not be deserialised')],
-  ];
-  for (const [type, listener] of events) worker.addEventListener(type, listener);
   return {
-    endpoint: worker as unknown as Comlink.Endpoint,
-    onCrash: (listener) => {
-      crashListener = listener;
+    send(call) {
+      if (!closed) post(call);
     },
-    terminate: () => {
+    onMessage: (listener) => void messageListeners.push(listener),
+    onGone: (listener) => {
+      goneListener = listener;
+    },
+    kill() {
       if (closed) return;
       closed = true;
-      for (const [type, listener] of events) worker.removeEventListener(type, listener);
-      worker.terminate();
+      detach();
+      end();
     },
   };
+}
+
+/** The port a scorer host answers through: a browser worker's own scope, or a Node parentPort or MessagePort. */
+export type HostPort =
+  | { postMessage(message: unknown, transfer: Transferable[]): void; addEventListener(type: 'message', listener: (event: MessageEvent) => void): void }
+  | { postMessage(message: unknown, transfer?: readonly ArrayBuffer[]): void; on(type: 'message', listener: (data: unknown) => void): unknown };
+
+/** Serves a scorer host on `port`: each call it receives goes to the host, each reply goes back with its score buffers moved, not copied. */
+export function serveOn<L>(port: HostPort, makeHost: (post: (reply: ScorerReply) => void) => (call: ScorerCall<L>) => void): void {
+  const host = makeHost((reply) => (port.postMessage as (message: unknown, transfer: ArrayBuffer[]) => void)(reply, transferables(reply)));
+  if ('on' in port) port.on('message', (data) => host(data as ScorerCall<L>));
+  else port.addEventListener('message', (event) => host(event.data as ScorerCall<L>));
 }
 
 /** Whether this code runs in Node (the main thread or a worker_threads Worker) rather than a browser. */
@@ -105,18 +125,18 @@ export function isNodeRuntime(): boolean {
   return typeof proc?.versions?.node === 'string';
 }
 
-/** Exposes a service from inside a worker: `self` in browsers, `parentPort` under Node worker_threads. */
-export function exposeInWorker(service: object): void {
+/** Serves a scorer host from inside a worker: on `self` in browsers, on `parentPort` under Node worker_threads. */
+export function serveInWorker<L>(makeHost: (post: (reply: ScorerReply) => void) => (call: ScorerCall<L>) => void): void {
   if (!isNodeRuntime()) {
     // Synchronous, so no message can arrive before the listener exists.
-    Comlink.expose(service);
+    serveOn(globalThis as unknown as HostPort, makeHost);
     return;
   }
   // Hidden from bundlers: browser builds must not try to resolve node:worker_threads.
   const specifier = 'node:worker_threads';
   void (import(/* @vite-ignore */ specifier) as Promise<typeof import('node:worker_threads')>).then(({ parentPort }) => {
-    if (!parentPort) throw new InvalidOptionsError('exposeInWorker: not inside a worker thread (parentPort is null); call it from the worker file only');
+    if (!parentPort) throw new InvalidOptionsError('serveInWorker: not inside a worker thread (parentPort is null); call it from the worker file only');
     // parentPort queues messages until a listener is attached, so the async import loses none.
-    Comlink.expose(service, nodeEndpoint(parentPort as unknown as Parameters<typeof nodeEndpoint>[0]));
+    serveOn(parentPort as unknown as HostPort, makeHost);
   });
 }

@@ -5,20 +5,17 @@
  * two other calls in flight.
  * Every promise settles (none outlives its hang guard), a privileged call is never allowed by a
  * failure (a failure-policy block under the default policy, or the caller's own abort/dispose
- * rejection), and the next check works. The real worker service and LocalGuard on the tiny model run
+ * rejection), and the next check works. The real worker scorer host and engine on the tiny model run
  * behind a MessageChannel (test/engine/worker-kill.test.ts kills real worker threads).
  */
-import * as Comlink from 'comlink';
-import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGuard, type WorkerGuard } from '../../src/page/create-guard.js';
-import { createWorkerService, type WorkerServiceDeps } from '../../src/worker/service.js';
+import { serveWorkerScorer, type WorkerScorerDeps } from '../../src/worker/service.js';
 import { DeviceLostError } from '../../src/core/errors.js';
-import { judgeFailure } from '../../src/core/judge.js';
-import { resolveOptions } from '../../src/core/options.js';
+import type { Scorer } from '../../src/core/scorer-port.js';
 import type { Verdict } from '../../src/core/verdict.js';
-import { createLocalGuard } from '../../src/engine/local-guard.js';
+import { loadEngineScorer } from '../../src/engine/local-guard.js';
 import { createNodeGuard } from '../../src/node.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from './tiny-guard-model.js';
 import { SLOW, SMALL } from '../fault-cases.js';
@@ -43,23 +40,26 @@ interface Rig {
 }
 
 /**
- * The first worker's guard loses its GPU device on its first check: that check gets the verdict the real
- * guard gives when the engine reports a lost device (the failure policy with DeviceLostError); the guard
- * runs on as the real one otherwise. Later workers are healthy.
+ * The first worker's scorer loses its GPU device on its first request: it fails as the engine does when
+ * onnxruntime reports a lost device (DeviceLostError); the scorer runs on as the real one otherwise. Later
+ * workers are healthy.
  */
-function losesDeviceOnce(workerNumber: number): NonNullable<WorkerServiceDeps['createLocalGuard']> {
-  return (options, runtime) => {
-    const real = createLocalGuard(options, runtime);
+function losesDeviceOnce(workerNumber: number): NonNullable<WorkerScorerDeps['loadScorer']> {
+  return async (runtime) => {
+    const loaded = await loadEngineScorer(runtime);
+    const real = loaded.scorer;
     let lost = workerNumber > 0;
-    return {
-      ...real,
-      async check(raw, opts) {
-        if (lost) return real.check(raw, opts);
+    const scorer: Scorer = {
+      info: real.info,
+      dispose: () => real.dispose(),
+      async score(request) {
+        if (lost) return real.score(request);
         lost = true;
         await new Promise((resolve) => setTimeout(resolve, 2 * FAULT_DELAY_MS));
-        return judgeFailure(new DeviceLostError('The webgpu device was lost during inference (GPUDevice was lost; simulated)'), { privileged: true }, resolveOptions(options));
+        throw new DeviceLostError('The webgpu device was lost during inference (GPUDevice was lost; simulated)');
       },
     };
+    return { ...loaded, scorer };
   };
 }
 
@@ -70,10 +70,10 @@ function rig(modelDir: string, timeoutMs?: number, deviceLoss = false): Rig {
     modelDir,
     worker: () => {
       const { port1, port2 } = new MessageChannel();
-      const deps = { isNode: true, isWorkerThread: false, ...(deviceLoss ? { createLocalGuard: losesDeviceOnce(clientPorts.length) } : {}) };
+      const deps = { isNode: true, isWorkerThread: false, ...(deviceLoss ? { loadScorer: losesDeviceOnce(clientPorts.length) } : {}) };
       clientPorts.push(port1);
       workerPorts.push(port2);
-      Comlink.expose(createWorkerService(deps), nodeEndpoint(port2));
+      serveWorkerScorer(port2, deps);
       return port1;
     },
     // The default stuckWorkerGraceMs: a worker that stops a cancelled call in time is kept (grace 0 is worker-kill.test.ts's).
@@ -156,25 +156,26 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('fault matrix through the worker AP
 });
 
 /**
- * The first worker's guard wedges on its first check: it never answers and never reads a cancel (a WebGPU
- * or wasm run that does not yield), and every later check waits behind it, as behind a real inference run.
+ * The first worker's scorer wedges on its first request: it never answers and never reads a cancel (a
+ * WebGPU or wasm run that does not yield), and every later request waits behind it in the worker's queue,
+ * as behind a real inference run.
  */
-function wedgesOnce(workerNumber: number): NonNullable<WorkerServiceDeps['createLocalGuard']> {
-  return (options, runtime) => {
-    const real = createLocalGuard(options, runtime);
-    if (workerNumber > 0) return real;
-    let ahead: Promise<unknown> | null = null;
-    return {
-      ...real,
-      async check(raw, opts) {
-        if (ahead === null) {
-          ahead = new Promise(() => undefined);
-          return ahead as Promise<never>;
-        }
-        await ahead;
-        return real.check(raw, opts);
+function wedgesOnce(workerNumber: number): NonNullable<WorkerScorerDeps['loadScorer']> {
+  return async (runtime) => {
+    const loaded = await loadEngineScorer(runtime);
+    if (workerNumber > 0) return loaded;
+    const real = loaded.scorer;
+    let wedged = false;
+    const scorer: Scorer = {
+      info: real.info,
+      dispose: () => real.dispose(),
+      score(request) {
+        if (wedged) return real.score(request);
+        wedged = true;
+        return new Promise<never>(() => undefined);
       },
     };
+    return { ...loaded, scorer };
   };
 }
 
@@ -191,7 +192,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('calls waiting behind a wedged or c
       stuckWorkerGraceMs: 50,
       worker: () => {
         const { port1, port2 } = new MessageChannel();
-        Comlink.expose(createWorkerService({ isNode: true, isWorkerThread: false, createLocalGuard: wedgesOnce(clientPorts.length) }), nodeEndpoint(port2));
+        serveWorkerScorer(port2, { isNode: true, isWorkerThread: false, loadScorer: wedgesOnce(clientPorts.length) });
         clientPorts.push(port1);
         return port1;
       },
@@ -218,7 +219,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('calls waiting behind a wedged or c
       modelDir,
       worker: () => {
         const { port1, port2 } = new MessageChannel();
-        Comlink.expose(createWorkerService({ isNode: true, isWorkerThread: false }), nodeEndpoint(port2));
+        serveWorkerScorer(port2, { isNode: true, isWorkerThread: false });
         workerPorts.push(port2);
         return port1;
       },

@@ -6,8 +6,6 @@
  * same InvalidInputError, whose `where` names the offending field, also after it crossed from the worker.
  * On the tiny-proxy-hub fixture (random weights): the verdicts' values are not the point, their agreement is.
  */
-import * as Comlink from 'comlink';
-import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +14,7 @@ import { InvalidInputError } from '../../src/core/errors.js';
 import type { Verdict } from '../../src/core/verdict.js';
 import { createNodeGuard } from '../../src/node.js';
 import { createGuard, type WorkerGuard } from '../../src/page/create-guard.js';
-import { createWorkerService } from '../../src/worker/service.js';
+import { serveWorkerScorer } from '../../src/worker/service.js';
 
 const HUB = fileURLToPath(new URL('../fixtures/tiny-proxy-hub/', import.meta.url));
 // Both guards load the tiny model; checks take milliseconds.
@@ -110,7 +108,7 @@ describe('the worker guard and the in-process guard on input at the boundary', (
     worker = createGuard({
       worker: () => {
         const { port1, port2 } = new MessageChannel();
-        Comlink.expose(createWorkerService({ isNode: true }), nodeEndpoint(port2));
+        serveWorkerScorer(port2, { isNode: true });
         return port1;
       },
       modelDir: HUB,

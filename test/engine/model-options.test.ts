@@ -9,7 +9,9 @@ import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createWorkerService } from '../../src/worker/service.js';
+import { MessageChannel } from 'node:worker_threads';
+import { createGuard } from '../../src/page/create-guard.js';
+import { serveWorkerScorer } from '../../src/worker/service.js';
 import { IntegrityError, ModelLoadError } from '../../src/core/errors.js';
 import type { Guard, GuardStatus } from '../../src/core/guard-api.js';
 import { buildManifest, writeModelOptions } from '../../src/engine/files-node.js';
@@ -117,19 +119,26 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('a model directory guard-options.js
     }
   }, LOAD_TIMEOUT_MS);
 
-  it('applies the same in the worker service, with the options the client sent as the caller\'s', async () => {
-    const service = createWorkerService({ isNode: true, isWorkerThread: false });
-    const result = await service.init({ guard: { tau: 0 }, model: { dir: adaptedDir }, backend: 'node' }, () => undefined);
+  it("applies the same in the worker guard, with the caller's options over the model's", async () => {
+    const worker = createGuard({
+      tau: 0,
+      modelDir: adaptedDir,
+      backend: 'node',
+      worker: () => {
+        const { port1, port2 } = new MessageChannel();
+        serveWorkerScorer(port2, { isNode: true, isWorkerThread: false });
+        return port1;
+      },
+    });
     try {
-      expect(result.ok).toBe(true);
-      const status = (result as { ok: true; value: GuardStatus }).value;
+      const status = await worker.ready;
       expect(status.modelOptions).toMatchObject({ applied: { userWeight: 1.5 }, overridden: ['tau'] });
-      const verdict = await service.check('r1', CASE);
-      expect(verdict).toMatchObject({ ok: true, value: { attribution: { tau: 0, userWeight: 1.5 } } });
-      // The worker's status carries the conductor's familiarity count to the page.
-      expect((await service.status()).familiarity).toMatchObject({ threshold: -4.92, checks: 1 });
+      const verdict = await worker.check(CASE);
+      expect(verdict).toMatchObject({ attribution: { tau: 0, userWeight: 1.5 } });
+      // The page's conductor counts familiarity, as the in-process guard does.
+      expect((await worker.status()).familiarity).toMatchObject({ threshold: -4.92, checks: 1 });
     } finally {
-      await service.dispose();
+      await worker.dispose();
     }
   }, LOAD_TIMEOUT_MS);
 

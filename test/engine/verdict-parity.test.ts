@@ -5,14 +5,12 @@
  * included, and each check validates once, calls the engine once and the judge once. On the tiny-proxy-hub fixture (random weights): the verdicts' values are not the
  * point, their agreement is.
  */
-import * as Comlink from 'comlink';
-import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createGuard, type WorkerGuard } from '../../src/page/create-guard.js';
-import { createWorkerService } from '../../src/worker/service.js';
+import { serveWorkerScorer } from '../../src/worker/service.js';
 import type { GuardOptions } from '../../src/core/options.js';
 import type { Verdict } from '../../src/core/verdict.js';
 import type { LocalGuard } from '../../src/core/conductor.js';
@@ -128,7 +126,7 @@ function workerGuard(options: GuardOptions): WorkerGuard {
     ...options,
     worker: () => {
       const { port1, port2 } = new MessageChannel();
-      Comlink.expose(createWorkerService({ isNode: true }), nodeEndpoint(port2));
+      serveWorkerScorer(port2, { isNode: true });
       return port1;
     },
     modelDir: HUB,

@@ -73,15 +73,12 @@ const SRC = join(import.meta.dirname, '../../src');
 const PAGE = ['page', 'wire'].flatMap((dir) => files(join(SRC, dir))).map((f) => relative(SRC, f));
 
 describe("a check's path enters the core once, as the conductor", () => {
-  it('the page imports only the core, the wire protocol and comlink (no engine module)', () => {
+  it('the page imports only the core and the scorer protocol (no engine module, no package)', () => {
     expect(PAGE).toEqual(expect.arrayContaining(['page/create-guard.ts', 'wire/protocol.ts']));
     for (const page of PAGE) {
       const file = join(SRC, page);
       for (const specifier of specifiers(readFileSync(file, 'utf8'))) {
-        if (!specifier.startsWith('.')) {
-          expect(specifier.startsWith('comlink'), `${page} imports the package ${specifier}`).toBe(true);
-          continue;
-        }
+        expect(specifier.startsWith('.'), `${page} imports the package ${specifier}`).toBe(true);
         const target = relative(SRC, resolveLocal(file, specifier));
         expect(target.startsWith('core/') || PAGE.includes(target), `${page} imports ${specifier}`).toBe(true);
       }

@@ -69,7 +69,7 @@ describe('the option registry', () => {
       'Invalid option stuckWorkerGraceMs: received -1; allowed: a finite number of milliseconds >= 0. Also: Invalid option heartbeatTimeoutMs: received 0; allowed: a finite number of milliseconds > 0, or null to turn the heartbeat off.',
     );
     // An unknown option is named with everything that factory takes, and what only the other factory takes is unknown.
-    expect(() => createNodeGuard({ stuckWorkerGraceMs: 10 } as never)).toThrow(/^Unknown option stuckWorkerGraceMs; known options are tau, .*modelVariant, .*isolation\.$/);
+    expect(() => createNodeGuard({ heartbeatTimeoutMs: 10 } as never)).toThrow(/^Unknown option heartbeatTimeoutMs; known options are tau, .*modelVariant, .*isolation, stuckWorkerGraceMs\.$/);
     // The CLI's --variant takes what modelVariant takes.
     expect(variantFlag(undefined)).toBe(RUNTIME_OPTIONS.entries.modelVariant.defaultValue);
     expect(variantFlag('fp32')).toBe('fp32');

@@ -5,24 +5,24 @@
  * worker gone silent (the heartbeat), ends that worker, and every in-flight check is sent once more to
  * a new one; a check whose second worker dies too is answered with the failure policy (WorkerCrashedError).
  */
-import * as Comlink from 'comlink';
-import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGuard, type WorkerGuard } from '../../src/page/create-guard.js';
 import type { BrowserWorkerLike } from '../../src/wire/endpoint.js';
-import { heartbeatOptions } from '../../src/page/heartbeat.js';
-import { createWorkerService } from '../../src/worker/service.js';
-import type { GuardStatus } from '../../src/core/guard-api.js';
-import type { LocalGuard, LocalGuardRuntime } from '../../src/engine/local-guard.js';
+import { heartbeatOptions } from '../../src/wire/heartbeat.js';
+import { serveWorkerScorer } from '../../src/worker/service.js';
+import type { ScorerInfo, ScoreRequest } from '../../src/core/scorer-port.js';
+import { recordingScorer } from './recording-scorer.js';
 
 // Far above a healthy round trip over a MessageChannel, far below the 30 s default timeoutMs the calls would otherwise wait for.
 const HEARTBEAT_TIMEOUT_MS = 300;
 const CHECK_TIMEOUT_MS = 60_000;
+// How often a held fake run looks whether it may answer.
+const HANG_POLL_MS = 10;
 // A silent death must be answered within a few heartbeat timeouts, long before CHECK_TIMEOUT_MS.
 const SILENT_DEATH_TEST_MS = 20 * HEARTBEAT_TIMEOUT_MS;
 
-const STATUS: GuardStatus = { state: 'ready', backend: 'wasm', fallbackReason: null, model: 'fake', variant: 'q4', maxContextTokens: 1024, windowTokens: 1024, logitsUnavailable: null, attention: false, scoring: 'prefix', modelOptions: null, familiarity: { threshold: null, checks: 0, below: 0 } };
+const INFO: ScorerInfo = { backend: 'wasm', model: 'fake', variant: 'q4', maxContextTokens: 1024, maxTextChars: 100_000, scoring: 'prefix', attention: false, attentionUnavailable: 'the fake has none', chatFormat: 'edgearmor' };
 
 const CASE = {
   messages: [
@@ -32,36 +32,28 @@ const CASE = {
   action: { name: 'send_money', arguments: { amount: 900 } },
 };
 
-/**
- * A fake browser Worker: the service runs on the other end of a MessageChannel; `hang` checks never answer.
- * With `holdInit` the model reports 'ready' but init never answers, as a real worker busy with its first
- * check answers init late (it waits for the client to acknowledge every progress event first).
- */
+/** A fake browser Worker: the scorer host runs on the other end of a MessageChannel; while `hang` is set, its scorer does not answer. */
 class FakeBrowserWorker implements BrowserWorkerLike {
   readonly port: MessagePort;
   readonly inner: MessagePort;
   terminated = false;
+  /** Set by dieSilently: the scorer never answers again. */
+  private silent = false;
   private readonly errorListeners = new Set<(event: unknown) => void>();
 
-  constructor(hang: { value: boolean }, { holdInit = false } = {}) {
+  constructor(hang: { value: boolean }) {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
     this.inner = port2;
-    const fakeGuard = (_options: unknown, runtime: LocalGuardRuntime): LocalGuard => {
-      runtime.onProgress?.({ type: 'ready', status: STATUS });
-      return {
-        ready: holdInit ? new Promise<never>(() => undefined) : Promise.resolve(STATUS),
-        status: async () => STATUS,
-        check: async () => {
-          if (hang.value) await new Promise<never>(() => undefined);
-          return { detected: false, decision: 'allow', reason: 'model', attribution: null, flagged: [], score: null, timings: {} };
-        },
-        scoreSentenceAblations: async () => [],
-        defend: () => Promise.reject(new Error('not used')),
-        dispose: async () => undefined,
-      };
+    const flat = recordingScorer([], INFO);
+    const scorer = {
+      ...flat,
+      score: async (request: ScoreRequest) => {
+        while (hang.value || this.silent) await new Promise((resolve) => setTimeout(resolve, HANG_POLL_MS));
+        return flat.score(request);
+      },
     };
-    Comlink.expose(createWorkerService({ createLocalGuard: fakeGuard, isNode: false, gpu: undefined }), nodeEndpoint(port2));
+    serveWorkerScorer(port2, { loadScorer: async () => ({ scorer, modelOptions: null }), isNode: false, gpu: undefined });
   }
 
   postMessage(message: unknown, transfer: Transferable[]): void {
@@ -85,6 +77,7 @@ class FakeBrowserWorker implements BrowserWorkerLike {
   }
   /** A silent death: the worker stops answering and no event arrives (the service's end goes away). */
   dieSilently(): void {
+    this.silent = true;
     this.inner.removeAllListeners('message');
     this.inner.unref();
   }
@@ -95,10 +88,10 @@ afterEach(async () => {
   await Promise.all(guards.splice(0).map((g) => g.dispose()));
 });
 
-function setup(heartbeatTimeoutMs: number | null = HEARTBEAT_TIMEOUT_MS, worker: { holdInit?: boolean } = {}) {
+function setup(heartbeatTimeoutMs: number | null = HEARTBEAT_TIMEOUT_MS) {
   const hang = { value: true };
   const workers: FakeBrowserWorker[] = [];
-  const guard = createGuard({ worker: () => workers[workers.push(new FakeBrowserWorker(hang, worker)) - 1]!, modelUrl: 'https://example.test/m/', timeoutMs: CHECK_TIMEOUT_MS, heartbeatTimeoutMs });
+  const guard = createGuard({ worker: () => workers[workers.push(new FakeBrowserWorker(hang)) - 1]!, modelUrl: 'https://example.test/m/', timeoutMs: CHECK_TIMEOUT_MS, heartbeatTimeoutMs });
   guards.push(guard);
   return { guard, workers, hang };
 }
@@ -149,8 +142,8 @@ describe('a crashed browser worker', () => {
     expect(workers).toHaveLength(2);
   }, SILENT_DEATH_TEST_MS);
 
-  it("watches a worker from its model's ready event, before its init answer arrives, so a silent death right after the first check is caught", async () => {
-    const { guard, workers, hang } = setup(HEARTBEAT_TIMEOUT_MS, { holdInit: true });
+  it('watches a worker from its load answer on, so a silent death right after the first check is caught', async () => {
+    const { guard, workers, hang } = setup(HEARTBEAT_TIMEOUT_MS);
     hang.value = false;
     expect(await guard.check(CASE)).toMatchObject({ reason: 'model' });
     hang.value = true;

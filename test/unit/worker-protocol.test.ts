@@ -1,40 +1,34 @@
-import * as Comlink from 'comlink';
-import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createGuard, type CreateGuardOptions, type WorkerGuard } from '../../src/page/create-guard.js';
 import { NATIVE_IN_WORKER_THREAD_REASON, planBackends } from '../../src/core/backend-plan.js';
-import { createWorkerService } from '../../src/worker/service.js';
+import { serveWorkerScorer } from '../../src/worker/service.js';
 import { DeviceLostError, DisposedError, GuardAbortedError, IntegrityError, InvalidInputError, ModelLoadError, OutOfMemoryError } from '../../src/core/errors.js';
-import { failureVerdict } from '../../src/core/verdict.js';
-import { parseGuardInput } from '../../src/core/adapters.js';
-import { resolveOptions } from '../../src/core/options.js';
-import type { GuardProgress, GuardStatus } from '../../src/core/guard-api.js';
-import type { GuardOptions } from '../../src/core/options.js';
+import { callLogProbPerToken } from '../../src/core/familiarity.js';
+import type { GuardProgress } from '../../src/core/guard-api.js';
+import type { CheckScores } from '../../src/core/judge.js';
+import type { LoadedScorer, ScoreRequest, ScorerInfo } from '../../src/core/scorer-port.js';
 import type { Verdict } from '../../src/core/verdict.js';
-import type { LocalGuard, LocalGuardRuntime } from '../../src/engine/local-guard.js';
+import type { LocalGuardRuntime } from '../../src/engine/local-guard.js';
 
 // Long enough that a healthy round trip never hits it, short enough to keep the timeout test quick.
 const SHORT_TIMEOUT_MS = 200;
 
-const READY_STATUS: GuardStatus = {
-  state: 'ready',
+const INFO: ScorerInfo = {
   backend: 'node',
-  fallbackReason: null,
   model: 'fake-proxy',
   variant: 'q4',
   maxContextTokens: 1024,
-  windowTokens: 1024,
-  logitsUnavailable: null,
-  attention: false,
+  maxTextChars: 100_000,
   scoring: 'prefix',
-  modelOptions: null,
-  familiarity: { threshold: null, checks: 0, below: 0 },
+  attention: false,
+  attentionUnavailable: 'the fake has none',
+  chatFormat: 'edgearmor',
 };
 
-/** A guard case whose action arguments steer the fake guard. */
+/** A guard case whose action arguments steer the fake scorer. */
 function guardCase(args: Record<string, string>): unknown {
   return {
     messages: [
@@ -46,60 +40,55 @@ function guardCase(args: Record<string, string>): unknown {
   };
 }
 
+/** The log-prob the fake gives every action token of a check tagged `req-<n>` (so each verdict shows whose scores it judged). */
+const logProbOf = (tag: string) => -1 - Number(/^req-(\d+)$/.exec(tag)?.[1] ?? 0) / 8;
+
 interface FakeWorld {
-  inits: number;
-  /** The runtime each fake guard was made with. */
+  loads: number;
+  /** The runtime each fake scorer was loaded with. */
   runtimes: LocalGuardRuntime[];
+  /** The tag of every request that reached a scorer, in order. */
+  scored: string[];
   cancelled: string[];
   releaseHeld: Array<() => void>;
 }
 
-/** A fake LocalGuard: the protocol is real, the model is not. */
-function fakeGuardFactory(world: FakeWorld, load: 'ok' | 'integrity' | 'held') {
-  return (_options: GuardOptions, runtime: LocalGuardRuntime): LocalGuard => {
-    world.inits += 1;
+/** A fake scorer: the protocol and the conductor are real, the model is not. */
+function fakeLoader(world: FakeWorld, load: 'ok' | 'integrity' | 'held') {
+  return async (runtime: LocalGuardRuntime): Promise<LoadedScorer> => {
+    world.loads += 1;
     world.runtimes.push(runtime);
-    const ready = (async () => {
-      for (const file of ['config.json', 'tokenizer.json', 'onnx/model_q4.onnx']) runtime.onProgress?.({ type: 'verified', file, bytes: 10 });
-      if (load === 'held') await new Promise<void>((resolve) => world.releaseHeld.push(resolve));
-      if (load === 'integrity') throw new IntegrityError('model file hash mismatch for "onnx/model_q4.onnx": this may indicate tampering', { file: 'onnx/model_q4.onnx' });
-      runtime.onProgress?.({ type: 'session', backend: 'node' });
-      runtime.onProgress?.({ type: 'ready', status: READY_STATUS });
-      return READY_STATUS;
-    })();
-    ready.catch(() => undefined);
-    return {
-      ready,
-      status: async () => READY_STATUS,
-      async check(raw, opts = {}) {
-        // Like the real guard: the worker validates the input, and a model that failed to load gets the failure policy.
-        const input = parseGuardInput(raw);
-        const loadError = await ready.then(() => null, (e: unknown) => e);
-        if (loadError !== null) return failureVerdict(loadError, resolveOptions({}), true);
-        const args = input.action.arguments as Record<string, string>;
-        const tag = args['tag'] ?? '';
-        if (args['mode'] === 'invalid') throw new InvalidInputError('input.action.arguments.amount: received "lots"; allowed: a number.', { where: 'amount' });
-        if (args['mode'] === 'load') throw new ModelLoadError('cannot read model file', { file: 'config.json' });
-        // What the local guard answers when onnxruntime reports a lost device or exhausted memory.
-        if (args['mode'] === 'device-lost') return failureVerdict(new DeviceLostError('GPUDevice was lost'), resolveOptions({}), true);
-        if (args['mode'] === 'oom') return failureVerdict(new OutOfMemoryError('std::bad_alloc'), resolveOptions({}), true);
-        // A run that never yields (a wedged WebGPU or wasm call): it cannot see the cancel.
-        if (args['mode'] === 'wedged') await new Promise<never>(() => undefined);
-        if (args['mode'] === 'hang' || args['mode'] === 'held') {
-          await new Promise<void>((resolve, reject) => {
-            if (args['mode'] === 'held') world.releaseHeld.push(resolve);
-            opts.signal?.addEventListener('abort', () => {
-              world.cancelled.push(tag);
-              reject(new GuardAbortedError('aborted in the fake'));
-            });
+    for (const file of ['config.json', 'tokenizer.json', 'onnx/model_q4.onnx']) runtime.onProgress?.({ type: 'verified', file, bytes: 10 });
+    if (load === 'held') await new Promise<void>((resolve) => world.releaseHeld.push(resolve));
+    if (load === 'integrity') throw new IntegrityError('model file hash mismatch for "onnx/model_q4.onnx": this may indicate tampering', { file: 'onnx/model_q4.onnx' });
+    async function score(request: ScoreRequest): Promise<CheckScores> {
+      const args = request.context.action.arguments as Record<string, string>;
+      const tag = args['tag'] ?? '';
+      world.scored.push(tag);
+      if (args['mode'] === 'load') throw new ModelLoadError('cannot read model file', { file: 'config.json' });
+      // What the engine throws when onnxruntime reports a lost device or exhausted memory.
+      if (args['mode'] === 'device-lost') throw new DeviceLostError('GPUDevice was lost');
+      if (args['mode'] === 'oom') throw new OutOfMemoryError('std::bad_alloc');
+      // A run that never yields (a wedged WebGPU or wasm call): it cannot see the cancel.
+      if (args['mode'] === 'wedged') await new Promise<never>(() => undefined);
+      if (args['mode'] === 'hang' || args['mode'] === 'held') {
+        await new Promise<void>((resolve, reject) => {
+          if (args['mode'] === 'held') world.releaseHeld.push(resolve);
+          request.signal?.addEventListener('abort', () => {
+            world.cancelled.push(tag);
+            reject(new GuardAbortedError('aborted in the fake'));
           });
-        }
-        return { detected: false, decision: 'allow', reason: 'model', attribution: null, flagged: [], score: null, timings: {}, message: tag } satisfies Verdict;
-      },
-      scoreSentenceAblations: async (_raw, _index, texts) => texts.map((_t, i) => i),
-      defend: () => Promise.reject(new Error('not used')),
-      dispose: async () => undefined,
-    };
+        });
+      }
+      const value = logProbOf(tag);
+      // Replacement i loses i nats per token, so the local redactor's deltas are 0, 1, 2, ...
+      const sequences: Array<[string, Float64Array]> = [
+        ...request.variants.map((v): [string, Float64Array] => [v.id, new Float64Array(2).fill(value)]),
+        ...(request.replacements ?? []).map((r, i): [string, Float64Array] => [r.id, new Float64Array(2).fill(value - i)]),
+      ];
+      return { logProbs: new Map(sequences), layout: { user: [], tools: [], toolResults: [] }, truncation: { droppedToolDefinitions: false, shortenedMessages: {} } };
+    }
+    return { scorer: { info: INFO, score, dispose: async () => undefined }, modelOptions: null };
   };
 }
 
@@ -114,13 +103,13 @@ interface Harness {
 const open: WorkerGuard[] = [];
 
 function harness(options: { load?: 'ok' | 'integrity' | 'held'; guard?: CreateGuardOptions; singleWorker?: boolean; stuckWorkerGraceMs?: number } = {}): Harness {
-  const world: FakeWorld = { inits: 0, runtimes: [], cancelled: [], releaseHeld: [] };
+  const world: FakeWorld = { loads: 0, runtimes: [], scored: [], cancelled: [], releaseHeld: [] };
   const workerPorts: MessagePort[] = [];
   const progress: GuardProgress[] = [];
   const makeWorker = () => {
     const { port1, port2 } = new MessageChannel();
     workerPorts.push(port2);
-    Comlink.expose(createWorkerService({ createLocalGuard: fakeGuardFactory(world, options.load ?? 'ok'), isNode: true }), nodeEndpoint(port2));
+    serveWorkerScorer(port2, { loadScorer: fakeLoader(world, options.load ?? 'ok'), isNode: true, isWorkerThread: false });
     return port1;
   };
   const createOptions: CreateGuardOptions = {
@@ -139,10 +128,13 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((g) => g.dispose()));
 });
 
-describe('worker protocol over a MessageChannel', () => {
-  it('resolves ready with the worker status and delivers progress events in order', async () => {
+const MODEL = { reason: 'model' };
+const tagOf = (verdict: Verdict) => callLogProbPerToken(verdict.attribution);
+
+describe('the scorer protocol over a MessageChannel', () => {
+  it('resolves ready with the status of the scorer the worker loaded and delivers progress events in order', async () => {
     const h = harness();
-    await expect(h.guard.ready).resolves.toEqual(READY_STATUS);
+    await expect(h.guard.ready).resolves.toMatchObject({ state: 'ready', backend: 'node', model: 'fake-proxy', variant: 'q4', maxContextTokens: 1024, scoring: 'prefix', attention: false });
     expect(h.progress.map((e) => (e.type === 'verified' ? `verified:${e.file}` : e.type))).toEqual([
       'verified:config.json',
       'verified:tokenizer.json',
@@ -152,11 +144,10 @@ describe('worker protocol over a MessageChannel', () => {
     ]);
   });
 
-  it('rebuilds an InvalidInputError thrown in the worker with its class, code and details', async () => {
+  it('rebuilds an error thrown by the scorer in the worker with its class, code and details, and answers the check with the failure policy', async () => {
     const h = harness();
-    const error = await h.guard.check(guardCase({ mode: 'invalid' })).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(InvalidInputError);
-    expect(error).toMatchObject({ code: 'invalid-input', name: 'InvalidInputError', details: { where: 'amount' } });
+    const verdict = await h.guard.check(guardCase({ mode: 'load' }));
+    expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'model-load-failed', name: 'ModelLoadError' } });
   });
 
   it('rejects ready with an IntegrityError when the model fails its hash check, and answers checks with the failure policy', async () => {
@@ -169,16 +160,16 @@ describe('worker protocol over a MessageChannel', () => {
     expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'integrity-mismatch' } });
   });
 
-  it('rejects invalid input while the model is still loading, and answers valid input once it has loaded', async () => {
+  it('rejects invalid input on the page while the model is still loading, and answers valid input once it has loaded', async () => {
     const h = harness({ load: 'held' });
     await expect(h.guard.check({ messages: 'nope', action: { name: 'x' } })).rejects.toBeInstanceOf(InvalidInputError);
-    const pending = h.guard.check(guardCase({ tag: 'after-load' }));
+    const pending = h.guard.check(guardCase({ tag: 'req-3' }));
     await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(1));
     h.world.releaseHeld[0]!();
-    expect((await pending).message).toBe('after-load');
+    expect(tagOf(await pending)).toBe(logProbOf('req-3'));
   });
 
-  it('hands the runtime options to the guard in the worker under the names the caller used', async () => {
+  it('hands the runtime options to the worker under the names the caller used, and the guard options to nobody there', async () => {
     const h = harness({ guard: { modelVariant: 'fp32', scoring: 'naive', maxBatchTokens: 512, chatTemplate: '{{ messages }}', tau: 0.2 } });
     await h.guard.ready;
     const runtime = h.world.runtimes[0]!;
@@ -186,29 +177,34 @@ describe('worker protocol over a MessageChannel', () => {
     expect(runtime).not.toHaveProperty('tau');
   });
 
-  it('rejects invalid input with the InvalidInputError the worker raised, and input that is not plain data on this side, naming the field', async () => {
+  it('rejects invalid input with an InvalidInputError on the page, naming the field, and sends the worker nothing', async () => {
     const h = harness();
+    await h.guard.ready;
     await expect(h.guard.check({ messages: 'nope', action: { name: 'x' } })).rejects.toBeInstanceOf(InvalidInputError);
     const cyclic: Record<string, unknown> = { name: 'send_money' };
     cyclic['arguments'] = { self: cyclic };
     await expect(h.guard.check({ ...(guardCase({}) as object), action: cyclic })).rejects.toMatchObject({ code: 'invalid-input' });
     const withFunction = { ...(guardCase({}) as object), action: { name: 'send_money', arguments: { callback: () => 1 } } };
     await expect(h.guard.check(withFunction)).rejects.toMatchObject({ name: 'InvalidInputError', code: 'invalid-input', details: { where: 'input.action.arguments.callback' } });
+    expect(h.world.scored).toEqual([]);
   });
 
-  it('gives each of many concurrent checks its own answer', async () => {
+  it('gives each of many concurrent checks the verdict of its own scores', async () => {
     const h = harness();
     const tags = Array.from({ length: 20 }, (_, i) => `req-${i}`);
     const verdicts = await Promise.all(tags.map((tag) => h.guard.check(guardCase({ tag }))));
-    expect(verdicts.map((v) => v.message)).toEqual(tags);
+    expect(verdicts.map(tagOf)).toEqual(tags.map(logProbOf));
   });
 
-  it('answers held checks released in reverse order with their own verdicts', async () => {
+  it('sends every check to the worker at once, which runs them one at a time, each answered with its own verdict', async () => {
     const h = harness();
-    const pending = ['a', 'b', 'c'].map((tag) => h.guard.check(guardCase({ tag, mode: 'held' })));
-    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(3));
-    for (const release of [...h.world.releaseHeld].reverse()) release();
-    expect((await Promise.all(pending)).map((v) => v.message)).toEqual(['a', 'b', 'c']);
+    const pending = ['req-1', 'req-2', 'req-3'].map((tag) => h.guard.check(guardCase({ tag, mode: 'held' })));
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(1));
+    for (let i = 0; i < 3; i++) {
+      await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(i + 1));
+      h.world.releaseHeld[i]!();
+    }
+    expect((await Promise.all(pending)).map(tagOf)).toEqual(['req-1', 'req-2', 'req-3'].map(logProbOf));
   });
 
   it('rejects an aborted check with GuardAbortedError and cancels it in the worker', async () => {
@@ -220,8 +216,8 @@ describe('worker protocol over a MessageChannel', () => {
     controller.abort();
     await expect(pending).rejects.toBeInstanceOf(GuardAbortedError);
     await vi.waitFor(() => expect(h.world.cancelled).toEqual(['slow']));
-    const after = await h.guard.check(guardCase({ tag: 'after-abort' }));
-    expect(after.message).toBe('after-abort');
+    expect(tagOf(await h.guard.check(guardCase({ tag: 'req-4' })))).toBe(logProbOf('req-4'));
+    expect(h.world.loads).toBe(1);
   });
 
   it('rejects at once when the signal is already aborted', async () => {
@@ -238,8 +234,8 @@ describe('worker protocol over a MessageChannel', () => {
     expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'timeout' } });
     await vi.waitFor(() => expect(h.world.cancelled).toEqual(['stuck']));
     // The worker stopped the call, so it is kept: the next check is answered by the same one.
-    expect((await h.guard.check(guardCase({ tag: 'next' }))).message).toBe('next');
-    expect(h.world.inits).toBe(1);
+    expect(await h.guard.check(guardCase({ tag: 'req-5' }))).toMatchObject(MODEL);
+    expect(h.world.loads).toBe(1);
   });
 
   it('terminates a worker that cannot stop a timed-out call and answers the next call from a new one', async () => {
@@ -249,9 +245,8 @@ describe('worker protocol over a MessageChannel', () => {
     const verdict = await h.guard.check(guardCase({ tag: 'wedged', mode: 'wedged' }));
     expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'timeout' } });
     await terminated;
-    const after = await h.guard.check(guardCase({ tag: 'after-restart' }));
-    expect(after.message).toBe('after-restart');
-    expect(h.world.inits).toBe(2);
+    expect(await h.guard.check(guardCase({ tag: 'req-6' }))).toMatchObject(MODEL);
+    expect(h.world.loads).toBe(2);
     expect(h.workerPorts).toHaveLength(2);
   });
 
@@ -263,27 +258,26 @@ describe('worker protocol over a MessageChannel', () => {
     await h.guard.ready;
     const verdict = await h.guard.check(guardCase({ tag: 'gpu', mode }));
     expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code } });
-    const after = await h.guard.check(guardCase({ tag: 'after-restart' }));
-    expect(after.message).toBe('after-restart');
-    expect(h.world.inits).toBe(2);
+    expect(await h.guard.check(guardCase({ tag: 'req-7' }))).toMatchObject(MODEL);
+    expect(h.world.loads).toBe(2);
   });
 
   it('keeps the worker after an ordinary model failure', async () => {
     const h = harness();
     await h.guard.ready;
-    await expect(h.guard.check(guardCase({ tag: 'x', mode: 'load' }))).rejects.toMatchObject({ code: 'model-load-failed' });
-    expect((await h.guard.check(guardCase({ tag: 'next' }))).message).toBe('next');
-    expect(h.world.inits).toBe(1);
+    expect(await h.guard.check(guardCase({ tag: 'x', mode: 'load' }))).toMatchObject({ reason: 'failure-policy', error: { code: 'model-load-failed' } });
+    expect(await h.guard.check(guardCase({ tag: 'req-8' }))).toMatchObject(MODEL);
+    expect(h.world.loads).toBe(1);
   });
 
-  it('keeps no reference to an answered call\'s verdict (calls do not wait on promises that never settle)', async () => {
+  it("keeps no reference to an answered call's verdict (calls do not wait on promises that never settle)", async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
     const h = harness();
     await h.guard.ready;
-    let verdict: Verdict | null = await h.guard.check(guardCase({ tag: 'collect-me' }));
+    let verdict: Verdict | null = await h.guard.check(guardCase({ tag: 'req-9' }));
     const ref = new WeakRef(verdict);
-    expect(ref.deref()?.message).toBe('collect-me');
+    expect(ref.deref()).toMatchObject(MODEL);
     verdict = null;
     for (let i = 0; i < 5 && ref.deref() !== undefined; i++) {
       await new Promise((r) => setImmediate(r));
@@ -306,19 +300,21 @@ describe('worker protocol over a MessageChannel', () => {
   /** Two held checks on the first worker, which dies: they are re-sent and held again in the second. */
   async function heldThroughOneDeath(h: Harness): Promise<Array<Promise<Verdict>>> {
     await h.guard.ready;
-    const pending = ['x', 'y'].map((tag) => h.guard.check(guardCase({ tag, mode: 'held' })));
-    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(2));
+    const pending = ['req-10', 'req-11'].map((tag) => h.guard.check(guardCase({ tag, mode: 'held' })));
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(1));
     h.workerPorts[0]!.close();
-    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(4));
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(2));
     return pending;
   }
 
   it('sends every pending check to a new worker when the worker dies, and answers them from there', async () => {
     const h = harness();
     const pending = await heldThroughOneDeath(h);
-    for (const release of h.world.releaseHeld.slice(2)) release();
-    expect((await Promise.all(pending)).map((v) => v.message)).toEqual(['x', 'y']);
-    expect(h.world.inits).toBe(2);
+    h.world.releaseHeld[1]!();
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(3));
+    h.world.releaseHeld[2]!();
+    expect((await Promise.all(pending)).map(tagOf)).toEqual(['req-10', 'req-11'].map(logProbOf));
+    expect(h.world.loads).toBe(2);
     expect(h.workerPorts).toHaveLength(2);
   });
 
@@ -329,10 +325,22 @@ describe('worker protocol over a MessageChannel', () => {
     for (const verdict of await Promise.all(pending)) {
       expect(verdict).toMatchObject({ decision: 'block', reason: 'failure-policy', error: { code: 'worker-crashed', name: 'WorkerCrashedError' } });
     }
-    const verdict = await h.guard.check(guardCase({ tag: 'after-crash' }));
-    expect(verdict.message).toBe('after-crash');
-    expect(h.world.inits).toBe(3);
+    expect(await h.guard.check(guardCase({ tag: 'req-12' }))).toMatchObject(MODEL);
+    expect(h.world.loads).toBe(3);
     expect(h.workerPorts).toHaveLength(3);
+  });
+
+  it('rejects ready with WorkerCrashedError when the worker dies while loading, and loads again on a new worker for the checks', async () => {
+    const h = harness({ load: 'held' });
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(1));
+    const pending = h.guard.check(guardCase({ tag: 'req-13' }));
+    h.workerPorts[0]!.close();
+    await expect(h.guard.ready).rejects.toMatchObject({ code: 'worker-crashed' });
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(2));
+    h.world.releaseHeld[1]!();
+    expect(tagOf(await pending)).toBe(logProbOf('req-13'));
+    expect((await h.guard.status()).state).toBe('ready');
+    expect(h.world.loads).toBe(2);
   });
 
   it('cannot restart a single Worker instance and says so with WorkerCrashedError', async () => {
@@ -346,13 +354,22 @@ describe('worker protocol over a MessageChannel', () => {
     const h = harness();
     await h.guard.ready;
     const inFlight = expect(h.guard.check(guardCase({ tag: 'late', mode: 'hang' }))).rejects.toBeInstanceOf(DisposedError);
+    await vi.waitFor(() => expect(h.world.scored).toEqual(['late']));
     await h.guard.dispose();
     await inFlight;
     await expect(h.guard.check(guardCase({ tag: 'x' }))).rejects.toBeInstanceOf(DisposedError);
     expect((await h.guard.status()).state).toBe('disposed');
   });
 
-  it('runs sentence ablations through the worker for the local redactor', async () => {
+  it('disposes a guard whose worker never finishes loading, and answers its waiting check with DisposedError', async () => {
+    const h = harness({ load: 'held', stuckWorkerGraceMs: 50 });
+    const waiting = expect(h.guard.check(guardCase({ tag: 'waiting' }))).rejects.toBeInstanceOf(DisposedError);
+    await vi.waitFor(() => expect(h.world.releaseHeld).toHaveLength(1));
+    await h.guard.dispose();
+    await waiting;
+  });
+
+  it('scores sentence ablations in the worker as replacements of one request, for the local redactor', async () => {
     const h = harness();
     await expect(h.guard.scoreSentenceAblations(guardCase({}), 2, ['a', 'b', 'c'])).resolves.toEqual([0, 1, 2]);
   });
