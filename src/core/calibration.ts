@@ -90,9 +90,11 @@ export function evidenceOf(
       ...(s.callSentences && s.callSentences.normalizedDelta > floor ? [{ delta: s.callSentences.deltas.whole, user }] : []),
     ];
   });
-  // A window's AIR threshold is raised to windowedAirThreshold (window-verdict.ts): below it no threshold flags.
+  // The windows of a check judged in several have their AIR threshold raised to windowedAirThreshold (window-verdict.ts):
+  // below it no threshold flags. A check planned as one window (descriptions cut to fit) is judged at the usual ones.
   const air = tp?.attention ? tp.attention.score : null;
-  const windowedOut = verdict.windows !== undefined && air !== null && air <= options.toolPoisoning.windowedAirThreshold;
+  const raised = tp?.attention !== undefined && tp.attention !== null && tp.attention.threshold >= options.toolPoisoning.windowedAirThreshold;
+  const windowedOut = verdict.windows !== undefined && raised && air !== null && air <= options.toolPoisoning.windowedAirThreshold;
   return {
     forced,
     spans,

@@ -65,7 +65,7 @@ describe('calibration replays verdicts at any operating point', () => {
       ({
         reason: 'model',
         attribution: { user: { deltas: { whole: 0.2 } }, spans: [{ deltas: { whole: 0.5 }, normalizedDelta: 0.5 }, { deltas: { whole: -0.1 }, normalizedDelta: -0.1 }], groups: [], groupMargin: 0 },
-        toolPoisoning: { leaveOneOut: { tools }, attention: { score: 1.5 } },
+        toolPoisoning: { leaveOneOut: { tools }, attention: { score: 1.5, threshold: extra['windows'] ? 3 : 2.2 } },
         ...extra,
       }) as unknown as Verdict;
     const options = resolveOptions({});
@@ -82,6 +82,11 @@ describe('calibration replays verdicts at any operating point', () => {
     const windowed = evidenceOf(verdict([tool('a', 0.2), tool('b', 0.14), tool('c', 0.12, { flagged: true })], { windows }), options, false);
     expect(windowed).toMatchObject({ descriptions: [0.12], firstCallDescriptions: [0.2, 0.14], air: null });
     expect(evidenceOf(verdict([tool('b', 0.14, { flagged: true })], { windows }), options, false)).toMatchObject({ descriptions: [0.14], firstCallDescriptions: [] });
+    // One window (its descriptions cut to fit) is judged at the usual AIR thresholds: its AIR is evidence like any other.
+    const oneWindow = { windows: { judged: [{ messages: [3], tools: ['a'] }] }, toolPoisoning: { leaveOneOut: { tools: [] }, attention: { score: 2.5, threshold: 2.2 } } };
+    expect(evidenceOf(verdict([], oneWindow), options, false).air).toBe(2.5);
+    const raisedWindows = { windows, toolPoisoning: { leaveOneOut: { tools: [] }, attention: { score: 2.5, threshold: 3 } } };
+    expect(evidenceOf(verdict([], raisedWindows), options, false).air).toBeNull();
   });
 
   it("judges each span of a windowed check against its own window's dU, and leaves out groups below the noise floor", () => {
