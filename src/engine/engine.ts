@@ -189,12 +189,14 @@ export function engineFromParts(parts: EngineParts): ProxyEngine {
   };
 }
 
+/** Bytes a logits entry costs in a pass: its float32, and the float64 of the log-softmax beside it (estimateForwardBytes). */
+const LOGIT_ENTRY_BYTES = 12;
+
 /**
- * Prompt log-probs in chunks of positions whose logits rows (float32, and the float64 log-softmax beside them, as
- * estimateForwardBytes counts them) fit FULL_LOGITS_BUDGET_BYTES: a prompt scored whole keeps a row per position,
- * 5k positions of a 262k vocabulary being 15 GB. Each chunk is a sequence continuing the prompt's earlier tokens,
- * so the guard's plan runs them: on the prefix path every chunk starts from the previous one's cache and prompts
- * that share a prefix (a call's variants) compute it once.
+ * Prompt log-probs in chunks of positions whose logits rows fit FULL_LOGITS_BUDGET_BYTES: a prompt scored whole keeps
+ * a row per position, 5k positions of a 262k vocabulary being 15 GB. Each chunk is a sequence continuing the
+ * prompt's earlier tokens, so the guard's plan runs them: on the prefix path every chunk starts from the previous
+ * one's cache and prompts that share a prefix (a call's variants) compute it once.
  */
 async function scorePrompts(
   run: SequenceRunner,
@@ -202,7 +204,7 @@ async function scorePrompts(
   prompts: ReadonlyArray<readonly number[]>,
   options: { withNextToken?: boolean; signal?: AbortSignal },
 ): Promise<ScoreResult[]> {
-  const chunk = Math.max(1, Math.min(DEFAULT_MAX_CHUNK_TOKENS - 1, Math.floor(FULL_LOGITS_BUDGET_BYTES / (vocabSize * 12))));
+  const chunk = Math.max(1, Math.min(DEFAULT_MAX_CHUNK_TOKENS - 1, Math.floor(FULL_LOGITS_BUDGET_BYTES / (vocabSize * LOGIT_ENTRY_BYTES))));
   const next = options.withNextToken === true;
   const sequences: ScoreSequence[] = [];
   const ranges = prompts.map((p) => {
