@@ -1,9 +1,11 @@
 /**
  * The remote proxy renders like the in-process guard: a guard pointed at `serve-proxy` over a random-weight
  * decoder with a real family tokenizer and template (Qwen3, Gemma 3, Llama 3; family-models.ts) gives the verdict
- * the in-process guard gives on the same model: the same rendering, decision, flags and scores. A template that
- * drops a part of the check is refused remotely as it is here, and MindGuard's status is said plainly: read here,
- * `unavailable` with the reason remotely.
+ * the in-process guard gives on the same model without MindGuard's attention, which a log-prob protocol cannot
+ * return: the same rendering, decision, flags and scores. MindGuard's status is said plainly: read here,
+ * `unavailable` with the reason remotely, so where its AIR alone flags, the in-process guard blocks and the
+ * remote one does not (Llama 3 on the travel check). A template that drops a part of the check is refused
+ * remotely as it is here.
  *
  * The server answers vLLM's protocol, which returns a log-prob at every prompt position: for a 150k-260k
  * vocabulary that is the whole vocabulary at every position of every variant, where the in-process guard computes
@@ -57,7 +59,7 @@ describe.skipIf(!CAN_BUILD_FAMILY_MODELS)('the remote proxy (serve-proxy) over t
     for (const e of engines) await e.dispose();
   });
 
-  /** An in-process guard and a guard on serve-proxy over the same model directory. */
+  /** In-process guards with and without MindGuard's attention, and a guard on serve-proxy, over the same model directory. */
   async function pair(family: Family, extra: { chatTemplate?: string; actionText?: 'raw' | 'template' } = {}) {
     const dir = familyModelDir(family);
     // The server scores token ids only: its own rendering plays no part.
@@ -69,24 +71,32 @@ describe.skipIf(!CAN_BUILD_FAMILY_MODELS)('the remote proxy (serve-proxy) over t
     const local = createNodeGuard({ ...options, backends: ['node'] });
     const remote = createNodeGuard({ ...options, remoteProxy: { url: server.url, model: SERVED } });
     guards.push(local, remote);
-    return { local, remote, server };
+    const blind = () => {
+      const g = createNodeGuard({ ...options, backends: ['node'], toolPoisoning: { attention: false } });
+      guards.push(g);
+      return g;
+    };
+    return { local, blind, remote, server };
   }
 
   for (const family of ['qwen3', 'gemma3', 'llama3'] as const) {
     it(
-      `${family}: the MCP check gets the in-process verdict remotely, in the same rendering; MindGuard's status is said on both sides`,
+      `${family}: the MCP check gets the in-process verdict without attention remotely, in the same rendering; MindGuard's status is said on both sides`,
       async () => {
-        const { local, remote, server } = await pair(family);
+        const { local, blind: withoutAttention, remote, server } = await pair(family);
+        const blind = withoutAttention();
         const [l, r] = [await local.ready, await remote.ready];
         expect(r).toMatchObject({ backend: 'remote', rendering: l.rendering, attention: false });
         expect(l.attention).toBe(true);
         const input: GuardInput = MODEL_CASES.mcp;
         const before = server.requests;
-        const [rv, lv] = [await remote.check(input), await local.check(input)];
+        const [rv, bv, lv] = [await remote.check(input), await blind.check(input), await local.check(input)];
         expect(server.requests - before).toBe(rv.windows?.count ?? 1);
-        expectSameVerdict(rv, lv, family);
+        expectSameVerdict(rv, bv, family);
         expect(lv.toolPoisoning!.unavailable).toEqual([]);
         expect(lv.toolPoisoning!.attention!.air.length).toBeGreaterThan(0);
+        // With attention, only MindGuard's own flag can change the decision.
+        expect(lv.decision).toBe(lv.toolPoisoning!.attention!.detected ? 'block' : bv.decision);
         expect(rv.toolPoisoning!.unavailable).toEqual([expect.stringMatching(REMOTE_MINDGUARD)]);
         expect(rv.toolPoisoning!.attention).toBeNull();
       },
