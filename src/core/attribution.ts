@@ -77,6 +77,11 @@ export interface SpanAttribution {
    * two and it is flagged when either is. Absent for short results and results that do not name the call.
    */
   callSentences?: { rawDelta: number; normalizedDelta: number; deltas: DeltaParts; score: number; flagged: boolean };
+  /**
+   * In a check judged in windows (window-verdict.ts), the user's deltas of the window that judged this span: its
+   * score is against them, not against the verdict's `user` (the first window's). Absent for a check scored whole.
+   */
+  userDeltas?: DeltaParts;
 }
 
 /** Whether a flagged span is explained by its sentences that name the call (their score is the span's), not by the whole result's removal. */

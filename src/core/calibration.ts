@@ -18,11 +18,12 @@ export interface CalibrationEvidence {
    * beyond the user's request (the value rule, `toolPoisoning.valueMargin`, which no threshold here moves).
    */
   forced: 'failure' | 'value' | null;
-  /** The user request's normalised delta, or null when no attribution ran (no untrusted span, not privileged). */
-  dU: number | null;
-  /** Each untrusted span's normalised delta (and its call sentences' where scored) above the noise floor. */
-  spans: number[];
-  /** Each group's delta and the user's delta from the group's own baseline. */
+  /**
+   * Each untrusted span's normalised delta (and its call sentences' where scored) above the noise floor, with the
+   * user's delta it was judged against: the check's, or in a check judged in windows, that of the span's window.
+   */
+  spans: Array<{ delta: number; user: number }>;
+  /** Each group's delta above the noise floor and the user's delta from the group's own baseline. */
   groups: Array<{ delta: number; user: number }>;
   groupMargin: number;
   /** Each tool description's leave-one-out score dT - dU above the noise floor, judged after a tool result: flagged iff > margin - tau. */
@@ -81,18 +82,24 @@ export function evidenceOf(
   const setsValue = valueMargin !== null && tools.some((t) => typeof t.valueDelta === 'number' && t.valueDelta > valueMargin);
   const firstCallKind = windowKinds(verdict, options, beforeToolResults);
   const forced = verdict.reason === 'failure-policy' ? 'failure' : setsValue ? 'value' : null;
-  const spans = (a?.spans ?? []).flatMap((s) => [
-    ...(s.normalizedDelta > floor ? [s.deltas.whole] : []),
-    ...(s.callSentences && s.callSentences.normalizedDelta > floor ? [s.callSentences.deltas.whole] : []),
-  ]);
-  // A window's AIR threshold is raised to windowedAirThreshold (window-verdict.ts): below it no threshold flags.
+  const spans = (a?.spans ?? []).flatMap((s) => {
+    // A window judges its spans against its own dU (window-verdict.ts keeps it on each span).
+    const user = (s.userDeltas ?? a!.user.deltas).whole;
+    return [
+      ...(s.normalizedDelta > floor ? [{ delta: s.deltas.whole, user }] : []),
+      ...(s.callSentences && s.callSentences.normalizedDelta > floor ? [{ delta: s.callSentences.deltas.whole, user }] : []),
+    ];
+  });
+  // The windows of a check judged in several have their AIR threshold raised to windowedAirThreshold (window-verdict.ts):
+  // below it no threshold flags. A check planned as one window (descriptions cut to fit) is judged at the usual ones.
   const air = tp?.attention ? tp.attention.score : null;
-  const windowedOut = verdict.windows !== undefined && air !== null && air <= options.toolPoisoning.windowedAirThreshold;
+  const raised = tp?.attention !== undefined && tp.attention !== null && tp.attention.threshold >= options.toolPoisoning.windowedAirThreshold;
+  const windowedOut = verdict.windows !== undefined && raised && air !== null && air <= options.toolPoisoning.windowedAirThreshold;
   return {
     forced,
-    dU: a ? a.user.deltas.whole : null,
     spans,
-    groups: a ? a.groups.map((g) => ({ delta: g.deltas.whole, user: g.userDeltas.whole })) : [],
+    // The noise floor holds for groups as for spans (attribution.ts): a group below it never flags.
+    groups: (a?.groups ?? []).filter((g) => g.normalizedDelta > floor).map((g) => ({ delta: g.deltas.whole, user: g.userDeltas.whole })),
     groupMargin: a ? a.groupMargin : 0,
     descriptions: tools.filter((t) => !firstCallKind(t)).map((t) => t.score),
     firstCallDescriptions: tools.filter(firstCallKind).map((t) => t.score),
@@ -133,9 +140,7 @@ export function thresholdsOf(options: Pick<ResolvedGuardOptions, 'userWeight' | 
 /** The largest span or group score of a check at weight w (a span's dS - w dU, a group's less its margin); -Infinity when none was scored. */
 export function blockMargin(e: CalibrationEvidence, userWeight: number): number {
   let m = -Infinity;
-  if (e.dU !== null) {
-    for (const s of e.spans) m = Math.max(m, s - userWeight * e.dU);
-  }
+  for (const s of e.spans) m = Math.max(m, s.delta - userWeight * s.user);
   for (const g of e.groups) m = Math.max(m, g.delta - userWeight * g.user - e.groupMargin);
   return m;
 }

@@ -69,7 +69,7 @@ function mergeTruncation(judged: readonly JudgedWindow[], cutChars: Readonly<Rec
 function remapAttribution(a: AttributionResult, { win }: JudgedWindow, n: number): AttributionResult {
   const message = (i: number) => win.messageIndexes[i]!;
   const span = (id: number) => win.spanIds[id]!;
-  const spans: SpanAttribution[] = a.spans.map((s) => ({ ...s, spanId: span(s.spanId), messageIndex: message(s.messageIndex) }));
+  const spans: SpanAttribution[] = a.spans.map((s) => ({ ...s, spanId: span(s.spanId), messageIndex: message(s.messageIndex), userDeltas: a.user.deltas }));
   const groups: GroupAttribution[] = a.groups.map((g) => ({ ...g, spanIds: g.spanIds.map(span), messageIndexes: g.messageIndexes.map(message) }));
   return {
     ...a,

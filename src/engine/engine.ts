@@ -19,8 +19,8 @@ import { KEEP_INPUT, keepLogits, type LogitsAdaptation } from './logits-adapter.
 import { graphConstraints, inspectGraphCached, type GraphConstraints, type GraphKind } from './graph-kind.js';
 import { isFloat16Variant, type ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
-import { checkPositiveIntegerOption, scoreSequencesShared } from './prefix-scorer.js';
-import { DEFAULT_MAX_BATCH_TOKENS, presentOutputNames, scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
+import { checkPositiveIntegerOption, DEFAULT_MAX_CHUNK_TOKENS, scoreSequencesShared } from './prefix-scorer.js';
+import { DEFAULT_MAX_BATCH_TOKENS, FULL_LOGITS_BUDGET_BYTES, presentOutputNames, scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
 import { longestTokenChars } from './bounded-text.js';
 
@@ -134,6 +134,12 @@ export interface ProxyEngine extends Scorer {
   scoreMany(requests: readonly ScoreRequest[], signal?: AbortSignal): Promise<EngineScores[]>;
   /** Scores raw token sequences (context ids, then action ids) as given: for baselines that build their own prompts. */
   scoreTokens(sequences: readonly ScoreSequence[], signal?: AbortSignal): Promise<ScoreResult[]>;
+  /**
+   * Every position's log-prob of token-id prompts, as a vLLM server's prompt log-probs (`serve-proxy`): entry j of a
+   * result is log P(prompt[j + 1] | prompt[..j + 1]), with the greedy next token when asked. Logits memory per pass
+   * is bounded whatever the vocabulary: see {@link scorePrompts}.
+   */
+  scorePrompts(prompts: ReadonlyArray<readonly number[]>, options?: { withNextToken?: boolean; signal?: AbortSignal }): Promise<ScoreResult[]>;
   dispose(): Promise<void>;
 }
 
@@ -182,8 +188,50 @@ export function engineFromParts(parts: EngineParts): ProxyEngine {
     score: (request) => scoreRequest(parts.tokenizer, info, parts.run, encode, request),
     scoreMany: (requests, signal) => scoreRequests(parts.tokenizer, info, parts.run, encode, requests, signal),
     scoreTokens: async (sequences, signal) => (await runTokens(sequences, signal)).results,
+    scorePrompts: (prompts, options = {}) => scorePrompts(parts.run, parts.tokenizer.vocabSize, prompts, options),
     dispose: () => parts.dispose(),
   };
+}
+
+/** Bytes a logits entry costs in a pass: its float32, and the float64 of the log-softmax beside it (estimateForwardBytes). */
+const LOGIT_ENTRY_BYTES = 12;
+
+/**
+ * Prompt log-probs in chunks of positions whose logits rows fit FULL_LOGITS_BUDGET_BYTES: a prompt scored whole keeps
+ * a row per position, 5k positions of a 262k vocabulary being 15 GB. Each chunk is a sequence continuing the
+ * prompt's earlier tokens, so the guard's plan runs them: on the prefix path every chunk starts from the previous
+ * one's cache and prompts that share a prefix (a call's variants) compute it once.
+ */
+async function scorePrompts(
+  run: SequenceRunner,
+  vocabSize: number,
+  prompts: ReadonlyArray<readonly number[]>,
+  options: { withNextToken?: boolean; signal?: AbortSignal },
+): Promise<ScoreResult[]> {
+  const chunk = Math.max(1, Math.min(DEFAULT_MAX_CHUNK_TOKENS - 1, Math.floor(FULL_LOGITS_BUDGET_BYTES / (vocabSize * LOGIT_ENTRY_BYTES))));
+  const next = options.withNextToken === true;
+  const sequences: ScoreSequence[] = [];
+  const ranges = prompts.map((p) => {
+    const first = sequences.length;
+    if (p.length === 1 && next) sequences.push({ context: [...p], action: [], withNextToken: true });
+    for (let a = 1; a < p.length; a += chunk) {
+      const b = Math.min(p.length, a + chunk);
+      sequences.push({ context: p.slice(0, a), action: p.slice(a, b), ...(b === p.length && next ? { withNextToken: true } : {}) });
+    }
+    return { first, end: sequences.length };
+  });
+  const { results } = await run(sequences, options.signal);
+  return ranges.map(({ first, end }) => {
+    const parts = results.slice(first, end);
+    const tokenLogProbs = new Float64Array(parts.reduce((n, r) => n + r.tokenLogProbs.length, 0));
+    let at = 0;
+    for (const r of parts) {
+      tokenLogProbs.set(r.tokenLogProbs, at);
+      at += r.tokenLogProbs.length;
+    }
+    const nextToken = parts.at(-1)?.nextToken;
+    return { tokenLogProbs, ...(nextToken ? { nextToken } : {}) };
+  });
 }
 
 /** Loads a model's verified files into an engine on the chosen backend. */

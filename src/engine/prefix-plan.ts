@@ -124,7 +124,14 @@ export function planSharing(sequences: readonly ScoreSequence[]): SharingPlan {
       }
     }
     const s = sequences[i]!;
-    if (best >= 0 && bestLen === full[i]!.length && full[best]!.length === bestLen && s.action.length === sequences[best]!.action.length && !s.withAttention) {
+    if (
+      best >= 0 &&
+      bestLen === full[i]!.length &&
+      full[best]!.length === bestLen &&
+      s.action.length === sequences[best]!.action.length &&
+      !s.withAttention &&
+      (!s.withNextToken || sequences[best]!.withNextToken === true)
+    ) {
       alias[i] = best;
       continue;
     }

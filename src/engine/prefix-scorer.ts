@@ -25,7 +25,7 @@ import { InferenceError } from '../core/errors.js';
 import { KvCache, kvTensor, PastBuffers, pastName, type KvArray } from './kv-cache.js';
 import type { OrtSession } from './ort-session.js';
 import { checkPositiveIntegerOption, defaultBatchBytes, DEFAULT_MAX_CHUNK_TOKENS, passBytes, planChunks, planPasses, planSharing, trieMinimumTokens, type PassBudget, type PassPlan, type RowShape } from './prefix-plan.js';
-import { estimateForwardBytes, floatValues, kvBytesPerToken, logSoftmaxAt, presentOutputNames, sliceAttention, tensorData, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
+import { argmaxRow, estimateForwardBytes, floatValues, kvBytesPerToken, logSoftmaxAt, presentOutputNames, sliceAttention, tensorData, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
 
 export { checkPositiveIntegerOption, DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_CHUNK_TOKENS, defaultBatchBytes, minimumBudgetBytes, trieMinimumTokens } from './prefix-plan.js';
 
@@ -86,12 +86,15 @@ interface RowJob {
   action: readonly number[];
   wantKv: boolean;
   withAttention: boolean;
+  /** Also the greedy token after the row's last one. */
+  withNextToken: boolean;
 }
 
 interface RowOutput {
   tokenLogProbs?: Float64Array;
   kv?: KvCache;
   attention?: ActionAttention;
+  nextToken?: { id: number; logProb: number };
 }
 
 /** Scores every sequence sharing common token prefixes; same results as scoreSequences, in input order. */
@@ -140,7 +143,9 @@ export async function scoreSequencesShared(
     for (const c of caches.values()) c.dispose();
   }
   alias.forEach((a, i) => {
-    if (a >= 0) results[i] = { tokenLogProbs: Float64Array.from(results[a]!.tokenLogProbs) };
+    if (a < 0) return;
+    const { tokenLogProbs, nextToken } = results[a]!;
+    results[i] = { tokenLogProbs: Float64Array.from(tokenLogProbs), ...(sequences[i]!.withNextToken && nextToken ? { nextToken: { ...nextToken } } : {}) };
   });
   return { results, stats };
 
@@ -158,13 +163,15 @@ export async function scoreSequencesShared(
           action: s.action,
           wantKv: dependents[i]! > 0,
           withAttention: s.withAttention === true,
+          withNextToken: s.withNextToken === true,
         };
       });
       const outs = await runJobs(call, jobs);
       members.forEach((i, k) => {
         const o = outs[k]!;
-        const res: ScoreResult = { tokenLogProbs: o.tokenLogProbs! };
+        const res: ScoreResult = { tokenLogProbs: o.tokenLogProbs ?? new Float64Array(0) };
         if (o.attention) res.attention = o.attention;
+        if (o.nextToken) res.nextToken = o.nextToken;
         results[i] = res;
         if (o.kv) caches.set(i, o.kv);
       });
@@ -242,6 +249,7 @@ async function runChunked(call: Call, job: RowJob): Promise<RowOutput> {
       wantKv: !last || job.wantKv,
       // The last chunk carries the action rows, so it carries their attention rows too (over the whole cache).
       withAttention: last && job.withAttention,
+      withNextToken: last && job.withNextToken,
     };
     call.stats.peakEstimatedBytes = Math.max(call.stats.peakEstimatedBytes, estimateForwardBytes(call.dims, 1, pastLength, size, last ? keep : 1) + budget.heldBytes);
     let out: RowOutput;
@@ -348,6 +356,8 @@ async function forward(call: Call, rows: readonly RowJob[]): Promise<RowOutput[]
       for (let k = 0; k < nA; k++) lp[k] = logSoftmaxAt(logitData, (r * K + K - 1 - nA + k) * V, V, j.action[k]!);
       o.tokenLogProbs = lp;
     }
+    // Rows end at the last position (left padding), and the last kept logits row is the one after it.
+    if (j.withNextToken) o.nextToken = argmaxRow(logitData, (r * K + K - 1) * V, V);
     if (j.wantKv && b === 1) {
       // A single row has no gap and no padding: its present tensors are exactly its cache.
       o.kv = KvCache.fromPresents(T, presentTensors);

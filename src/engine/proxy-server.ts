@@ -4,7 +4,9 @@
  * computes with a local model. It is what the remote-proxy tests run against, and it lets a team
  * serve an EdgeArmor-format proxy from one bigger machine: `edgearmor serve-proxy`.
  *
- * Node only. Requests are scored one at a time (one onnxruntime session).
+ * Node only. Requests are scored one at a time (one onnxruntime session), each prompt's positions in chunks
+ * whose logits fit a fixed budget (ProxyEngine.scorePrompts): the protocol asks for a log-prob at every position,
+ * which over a model's whole vocabulary in one pass is gigabytes for a few thousand tokens.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -93,7 +95,7 @@ export async function startProxyServer(options: ProxyServerOptions): Promise<Run
       throw new HttpError(400, `prompt of ${longest} tokens plus ${String(maxTokens)} generated exceeds max_model_len ${engine.info.maxContextTokens}`);
     }
     const generate = maxTokens === 1;
-    const scored = await engine.scoreTokens(prompts.map((p) => ({ context: p.slice(0, 1), action: p.slice(1), withNextToken: generate })));
+    const scored = await engine.scorePrompts(prompts, { withNextToken: generate });
     const asIds = b['return_tokens_as_token_ids'] === true;
     const show = (id: number) => (asIds ? `token_id:${id}` : engine.tokenizer.decode([id]));
     requests++;

@@ -123,7 +123,8 @@ export function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number
   return logits[offset + target]! - max - Math.log(sum);
 }
 
-function argmaxRow(logits: Float32Array, offset: number, vocab: number): { id: number; logProb: number } {
+/** The greedy token of one logits row and its log-prob. */
+export function argmaxRow(logits: Float32Array, offset: number, vocab: number): { id: number; logProb: number } {
   let id = 0;
   for (let i = 1; i < vocab; i++) if (logits[offset + i]! > logits[offset + id]!) id = i;
   return { id, logProb: logSoftmaxAt(logits, offset, vocab, id) };

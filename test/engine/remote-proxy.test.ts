@@ -208,6 +208,29 @@ describe.skipIf(!requirement(existsSync(resolve(MODEL_DIR, 'manifest.json')), `t
     }
   });
 
+  it("scores a long prompt's positions in chunks that continue its cache (bounded logits whatever the vocabulary): the log-probs and next token of one whole pass", async () => {
+    // Three prompts over three chunks each (255 positions a chunk at this 4,096-token vocabulary), two sharing their first 500 tokens.
+    let seed = 7;
+    const ids = (n: number) => Array.from({ length: n }, () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), 10 + (seed % 4000)));
+    const shared = ids(500);
+    const prompts = [
+      [...shared, ...ids(200)],
+      [...shared, ...ids(150)],
+      ids(640),
+    ];
+    const chunked = await engine.scorePrompts(prompts, { withNextToken: true });
+    const whole = await engine.scoreTokens(prompts.map((p) => ({ context: p.slice(0, 1), action: p.slice(1), withNextToken: true })));
+    chunked.forEach((r, i) => {
+      expect(r.tokenLogProbs).toHaveLength(prompts[i]!.length - 1);
+      expect(Math.max(...r.tokenLogProbs.map((x, j) => Math.abs(x - whole[i]!.tokenLogProbs[j]!)))).toBeLessThan(DELTA_TOLERANCE);
+      expect(r.nextToken!.id).toBe(whole[i]!.nextToken!.id);
+    });
+    // One token: no log-prob, only the next token.
+    const [one] = await engine.scorePrompts([[42]], { withNextToken: true });
+    expect(one!.tokenLogProbs).toHaveLength(0);
+    expect(one!.nextToken!.id).toBe((await engine.scoreTokens([{ context: [42], action: [], withNextToken: true }]))[0]!.nextToken!.id);
+  });
+
   it('answers protocol misuse with vLLM-style errors', async () => {
     const post = async (body: unknown) => {
       const res = await fetch(`${server.url}/v1/completions`, { method: 'POST', headers: { authorization: 'Bearer secret' }, body: JSON.stringify(body) });

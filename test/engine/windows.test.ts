@@ -7,12 +7,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Guard } from '../../src/core/guard-api.js';
 import type { GuardInput } from '../../src/core/types.js';
+import { blockedAt, evidenceOf, thresholdsOf } from '../../src/core/calibration.js';
 import { buildVariants } from '../../src/core/variants.js';
 import { buildContext } from '../../src/core/context.js';
 import { resolveOptions } from '../../src/core/options.js';
 import { toEvalCase } from '../../src/eval/cases.js';
 import { guardMethod } from '../../src/eval/methods.js';
 import { createNodeGuard } from '../../src/node.js';
+import { guardInputOf, iterateCases } from '../../src/scenarios/index.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from './tiny-guard-model.js';
 
 const WINDOW = 320;
@@ -136,5 +138,28 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('windowed attribution on the tiny m
     const failed = await guard({ truncatedSpans: 'fail' }).check(input);
     expect(failed.reason).toBe('failure-policy');
     expect(failed.error?.message).toMatch(/tool definitions were dropped/);
+  });
+
+  it("replays to the guard's own decision from its calibration evidence: each span against its own window's dU (what calibrate scores is what a check decides)", async () => {
+    // Generated conversations (validation split, seed 5) whose verdicts replayed otherwise: 31 and 34 are judged in
+    // windows whose spans' windows have another dU than the first; 51 fits, with a group below the noise floor.
+    const picked = new Set(['gen-validation-5-31', 'gen-validation-5-34', 'gen-validation-5-51']);
+    const cases = [...iterateCases({ split: 'validation', seed: 5, n: 52 })].filter((c) => picked.has(c.id));
+    expect(cases).toHaveLength(picked.size);
+    const options = resolveOptions({ maxContextTokens: WINDOW });
+    const g = guard();
+    let windowed = 0;
+    for (const c of cases) {
+      const input = guardInputOf(c);
+      const v = await g.check(input);
+      expect(v.reason, c.id).toBe('model');
+      if (v.windows !== undefined && v.windows.count > 1) {
+        windowed++;
+        expect(v.attribution!.spans.some((s) => s.userDeltas?.whole !== v.attribution!.user.deltas.whole), c.id).toBe(true);
+      }
+      const evidence = evidenceOf(v, options, input.messages.every((m) => m.role !== 'tool'));
+      expect(blockedAt(evidence, thresholdsOf(options)), c.id).toBe(v.decision === 'block');
+    }
+    expect(windowed).toBe(2);
   });
 });

@@ -17,10 +17,10 @@ import { parseModelOptionsFile } from '../../src/core/model-options.js';
 import { resolveOptions } from '../../src/core/options.js';
 import type { Verdict } from '../../src/core/verdict.js';
 
+/** Evidence of a check scored whole: every span judged against the one user delta dU. */
 const ev = (dU: number, spans: number[], extra: Partial<CalibrationEvidence> = {}): CalibrationEvidence => ({
   forced: null,
-  dU,
-  spans,
+  spans: spans.map((delta) => ({ delta, user: dU })),
   groups: [],
   groupMargin: 0,
   descriptions: [],
@@ -65,13 +65,13 @@ describe('calibration replays verdicts at any operating point', () => {
       ({
         reason: 'model',
         attribution: { user: { deltas: { whole: 0.2 } }, spans: [{ deltas: { whole: 0.5 }, normalizedDelta: 0.5 }, { deltas: { whole: -0.1 }, normalizedDelta: -0.1 }], groups: [], groupMargin: 0 },
-        toolPoisoning: { leaveOneOut: { tools }, attention: { score: 1.5 } },
+        toolPoisoning: { leaveOneOut: { tools }, attention: { score: 1.5, threshold: extra['windows'] ? 3 : 2.2 } },
         ...extra,
       }) as unknown as Verdict;
     const options = resolveOptions({});
     // A span or description whose removal does not lower the call (at or below the noise floor, 0) is never flagged.
     const plain = evidenceOf(verdict([tool('a', 0.3), tool('b', 0.9, { normalizedDelta: 0 })]), options, false);
-    expect(plain).toEqual({ forced: null, dU: 0.2, spans: [0.5], groups: [], groupMargin: 0, descriptions: [0.3], firstCallDescriptions: [], air: 1.5, firstCall: false });
+    expect(plain).toEqual({ forced: null, spans: [{ delta: 0.5, user: 0.2 }], groups: [], groupMargin: 0, descriptions: [0.3], firstCallDescriptions: [], air: 1.5, firstCall: false });
     expect(evidenceOf(verdict([tool('a', 0.3)]), options, true)).toMatchObject({ descriptions: [], firstCallDescriptions: [0.3], firstCall: true });
     // The value rule (valueMargin 1) blocks whatever the thresholds.
     expect(evidenceOf(verdict([tool('a', 0, { valueDelta: 1.2 })]), options, false).forced).toBe('value');
@@ -82,6 +82,41 @@ describe('calibration replays verdicts at any operating point', () => {
     const windowed = evidenceOf(verdict([tool('a', 0.2), tool('b', 0.14), tool('c', 0.12, { flagged: true })], { windows }), options, false);
     expect(windowed).toMatchObject({ descriptions: [0.12], firstCallDescriptions: [0.2, 0.14], air: null });
     expect(evidenceOf(verdict([tool('b', 0.14, { flagged: true })], { windows }), options, false)).toMatchObject({ descriptions: [0.14], firstCallDescriptions: [] });
+    // One window (its descriptions cut to fit) is judged at the usual AIR thresholds: its AIR is evidence like any other.
+    const oneWindow = { windows: { judged: [{ messages: [3], tools: ['a'] }] }, toolPoisoning: { leaveOneOut: { tools: [] }, attention: { score: 2.5, threshold: 2.2 } } };
+    expect(evidenceOf(verdict([], oneWindow), options, false).air).toBe(2.5);
+    const raisedWindows = { windows, toolPoisoning: { leaveOneOut: { tools: [] }, attention: { score: 2.5, threshold: 3 } } };
+    expect(evidenceOf(verdict([], raisedWindows), options, false).air).toBeNull();
+  });
+
+  it("judges each span of a windowed check against its own window's dU, and leaves out groups below the noise floor", () => {
+    const deltas = (whole: number) => ({ whole, name: null, arguments: null });
+    // Window 1's dU is the verdict's (0.3); the span of window 2 was judged against 0.05, where it flags at w 2, tau 0.
+    const windowed = {
+      reason: 'model',
+      windows: { judged: [{ messages: [2], tools: [] }, { messages: [4], tools: [] }] },
+      attribution: {
+        user: { deltas: deltas(0.3) },
+        spans: [
+          { deltas: deltas(0.4), normalizedDelta: 0.4, userDeltas: deltas(0.3) },
+          { deltas: deltas(0.2), normalizedDelta: 0.2, userDeltas: deltas(0.05) },
+        ],
+        groups: [
+          { deltas: deltas(-0.2), normalizedDelta: -0.2, userDeltas: deltas(-0.4) },
+          { deltas: deltas(0.1), normalizedDelta: 0.1, userDeltas: deltas(0.3) },
+        ],
+        groupMargin: 0,
+      },
+    } as unknown as Verdict;
+    const e = evidenceOf(windowed, resolveOptions({}), false);
+    expect(e.spans).toEqual([
+      { delta: 0.4, user: 0.3 },
+      { delta: 0.2, user: 0.05 },
+    ]);
+    // The group whose removal raises the call (-0.2, under the noise floor 0) never flags, whatever its dU: it is not evidence.
+    expect(e.groups).toEqual([{ delta: 0.1, user: 0.3 }]);
+    expect(blockMargin(e, 2)).toBeCloseTo(0.1, 12);
+    expect(blockedAt(e, at(2, 0))).toBe(true);
   });
 
   it('counts rates per call and per conversation', () => {
