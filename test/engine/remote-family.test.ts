@@ -79,7 +79,9 @@ describe.skipIf(!CAN_BUILD_FAMILY_MODELS)('the remote proxy (serve-proxy) over t
     return { local, blind, remote, server };
   }
 
-  for (const family of ['qwen3', 'gemma3', 'llama3'] as const) {
+  // One family rendered by its own template and one by a shipped rendering: the remote side shares both code paths.
+  // Gemma 3 (a 262k vocabulary, the slowest to serve) was compared by hand (docs/proxies.md).
+  for (const family of ['qwen3', 'llama3'] as const) {
     it(
       `${family}: the MCP check gets the in-process verdict without attention remotely, in the same rendering; MindGuard's status is said on both sides`,
       async () => {
@@ -113,7 +115,7 @@ describe.skipIf(!CAN_BUILD_FAMILY_MODELS)('the remote proxy (serve-proxy) over t
       expect(server.requests).toBe(before);
       for (const v of [rv, lv]) expect(v).toMatchObject({ reason: 'failure-policy', decision: 'block', rendering: 'custom-template', error: { code: 'inference-failed' } });
       expect(rv.error!.message).toBe(lv.error!.message);
-      expect(rv.error!.message).toMatch(/left out of what the proxy would read: the call to "search_flights" in message 2/);
+      expect(rv.error!.message).toMatch(/left out of what the proxy would read: the call to "search_flights" in messages\[2\]/);
     },
     FAMILY_TIMEOUT_MS,
   );
