@@ -139,7 +139,7 @@ export function edgearmor(options: EdgeArmorViteOptions = {}): Plugin {
         // reloads the page mid-load. protobufjs is CommonJS: served unbundled, the worker's default import of it
         // fails ("does not provide an export named 'default'"); onnxruntime-node is the stub above.
         optimizeDeps: {
-          include: ['@huggingface/tokenizers', '@huggingface/jinja', 'comlink', 'valibot', 'onnxruntime-web/wasm', 'onnxruntime-web/webgpu', 'edgearmor > protobufjs/minimal.js', 'onnxruntime-node'],
+          include: ['@huggingface/tokenizers', '@huggingface/jinja', 'valibot', 'onnxruntime-web/wasm', 'onnxruntime-web/webgpu', 'edgearmor > protobufjs/minimal.js', 'onnxruntime-node'],
         },
         worker: { format: 'es' },
         server: { headers },
