@@ -52,6 +52,8 @@ interface WayResult {
   ms: number;
   /** CPU time of the child's threads during the run: what the check costs whatever else shares the machine. */
   cpuMs: number;
+  /** The process's RSS at its peak during the run: the weights, the session's arena and the run's own memory. */
+  peakProcessMiB?: number;
   computedTokens: number;
   logitRows: number;
   forwardPasses: number;
@@ -115,9 +117,10 @@ async function child(dir: string, way: Way, specArg: string): Promise<void> {
   const { session, dims } = await openWay(dir, way);
   const fullTokens = sequences.reduce((n, s) => n + s.context.length + s.action.length, 0);
   const actionRows = sequences.reduce((n, s) => n + s.action.length, 0);
-  let out!: Omit<WayResult, 'way' | 'ms' | 'cpuMs' | 'peakRssMiB' | 'contextTokens'>;
+  let out!: Omit<WayResult, 'way' | 'ms' | 'cpuMs' | 'peakRssMiB' | 'peakProcessMiB' | 'contextTokens'>;
   let ms = 0;
   let cpuMs = 0;
+  const rssBeforeMiB = process.memoryUsage.rss() / 2 ** 20;
   const peakRssMiB = await peakRssDelta(async () => {
     const t0 = performance.now();
     const cpu0 = process.cpuUsage();
@@ -127,10 +130,10 @@ async function child(dir: string, way: Way, specArg: string): Promise<void> {
     cpuMs = (cpu.user + cpu.system) / 1000;
   });
   await session.release();
-  process.stdout.write(`${JSON.stringify({ way, ms: Math.round(ms), cpuMs: Math.round(cpuMs), peakRssMiB: r3(peakRssMiB), contextTokens, ...out })}\n`);
+  process.stdout.write(`${JSON.stringify({ way, ms: Math.round(ms), cpuMs: Math.round(cpuMs), peakRssMiB: r3(peakRssMiB), peakProcessMiB: Math.round(rssBeforeMiB + peakRssMiB), contextTokens, ...out })}\n`);
 }
 
-async function runWay(way: Way, session: OrtSession, dims: ModelDims, sequences: ScoreSequence[], fullTokens: number, actionRows: number): Promise<Omit<WayResult, 'way' | 'ms' | 'cpuMs' | 'peakRssMiB' | 'contextTokens'>> {
+async function runWay(way: Way, session: OrtSession, dims: ModelDims, sequences: ScoreSequence[], fullTokens: number, actionRows: number): Promise<Omit<WayResult, 'way' | 'ms' | 'cpuMs' | 'peakRssMiB' | 'peakProcessMiB' | 'contextTokens'>> {
   switch (way) {
     case 'prefix':
     case 'full-logits': {
