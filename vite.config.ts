@@ -120,7 +120,7 @@ export default defineConfig({
     // Listed up front: the dependency scanner does not follow `new Worker(new URL(...))`, and a late
     // discovery reloads the page mid-load. The page imports no engine module (docs/architecture.md), so
     // what only the worker's engine imports (protobufjs, for the attention adapter) must be listed too.
-    include: ['@huggingface/tokenizers', '@huggingface/jinja', 'comlink', 'valibot', 'onnxruntime-web/wasm', 'onnxruntime-web/webgpu', 'protobufjs/minimal.js'],
+    include: ['@huggingface/tokenizers', '@huggingface/jinja', 'valibot', 'onnxruntime-web/wasm', 'onnxruntime-web/webgpu', 'protobufjs/minimal.js'],
   },
   worker: { format: 'es' },
   server: { host: '127.0.0.1', headers: ISOLATION_HEADERS, strictPort: false },

@@ -64,6 +64,8 @@ export function exposeAttention(model: Uint8Array, numLayers: number, options: E
   if (opset < MIN_OPSET) return { ok: false, reason: `opset ${opset} is older than ${MIN_OPSET}` };
   let base = model;
   let probabilities: string[];
+  // A float16 export computes its softmax in float32 where transformers does (a Cast before it); else in the logits' type.
+  let softmaxType: number | undefined;
   if (gqaRoute) {
     const gqa = exposeGroupQueryAttention(model, numLayers);
     if (!gqa.ok) return gqa;
@@ -74,10 +76,17 @@ export function exposeAttention(model: Uint8Array, numLayers: number, options: E
       return { ok: false, reason: `found ${softmaxes.length} Softmax nodes for ${numLayers} layers, so the attention of each layer cannot be told apart` };
     }
     probabilities = softmaxes.map((s) => s.output[0]!);
+    softmaxType = softmaxInputType(graph.node, softmaxes[0]!);
   }
-  const elemType = graph.output.find((o) => o.name === 'logits')?.elemType;
+  const elemType = softmaxType ?? graph.output.find((o) => o.name === 'logits')?.elemType;
   if (elemType === undefined) return { ok: false, reason: 'the model has no typed "logits" output' };
   return { ok: true, layers: numLayers, model: appendToGraph(base, attentionRows(probabilities, elemType)) };
+}
+
+/** The element type a Softmax computes in when a Cast produces its input (the Cast's `to`), else undefined. */
+function softmaxInputType(nodes: readonly NodeProto[], softmax: NodeProto): number | undefined {
+  const producer = nodes.find((n) => n.output.includes(softmax.input[0]!));
+  return producer?.op_type === 'Cast' ? producer.ints?.['to'] : undefined;
 }
 
 /**

@@ -39,6 +39,8 @@ export interface NodeProto {
   name?: string;
   op_type?: string;
   domain?: string;
+  /** Its integer attributes by name (e.g. a Cast's `to`), when it has any. */
+  ints?: Record<string, number>;
 }
 
 /** A node as read: where its bytes are, so it can be replaced. */
@@ -94,10 +96,24 @@ function readNode(r: ProtoReader, length: number): NodeProto {
     else if (f === 3) n.name = r.string();
     else if (f === 4) n.op_type = r.string();
     else if (f === 7) n.domain = r.string();
+    else if (f === 5) readIntAttribute(r, r.uint32(), n);
     else return false;
     return true;
   });
   return n;
+}
+
+/** An AttributeProto's name and integer value (field 3), kept on the node when it has one. */
+function readIntAttribute(r: ProtoReader, length: number, n: NodeProto): void {
+  let name = '';
+  let value: number | undefined;
+  readMessage(r, length, (f, w) => {
+    if (f === 1 && w === LEN) name = r.string();
+    else if (f === 3 && w === 0) value = r.int32();
+    else return false;
+    return true;
+  });
+  if (value !== undefined) (n.ints ??= {})[name] = value;
 }
 
 function readValueInfo(r: ProtoReader, length: number): ValueInfoProto {
