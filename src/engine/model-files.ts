@@ -10,7 +10,7 @@ import { MODEL_OPTIONS_FILE, parseModelOptionsFile, type ModelOptionsFile } from
 import type { ModelManifest, ModelVariant } from '../core/runtime-options.js';
 import { configFromGenai } from './model-config.js';
 import { genaiOnnxFile, graphVariant } from './genai-layout.js';
-import { createSha256 } from './sha256.js';
+import { createSha256 } from '../core/sha256.js';
 
 export type { ModelManifest, ModelVariant } from '../core/runtime-options.js';
 

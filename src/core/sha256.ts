@@ -1,7 +1,8 @@
 /**
- * SHA-256 fed in pieces (FIPS 180-4), for files hashed while they stream: WebCrypto's `digest` takes
- * the whole input at once, which for a multi-GB weights file means holding it all in one buffer.
- * Node has node:crypto; this is for browsers and workers, and is checked against node:crypto.
+ * SHA-256 fed in pieces (FIPS 180-4), synchronous and pure: model files hashed while they stream (WebCrypto's
+ * `digest` takes the whole input at once, which for a multi-GB weights file means one buffer holding it all), and
+ * tool-definition pins, which must hash the same in the page, the worker and Node (the core has no `crypto.subtle`
+ * on every host). Checked against node:crypto in test/unit/sha256.test.ts.
  */
 
 const K = new Int32Array([
