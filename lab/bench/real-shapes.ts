@@ -33,6 +33,7 @@ import { scoreSequencesShared } from '../../src/engine/prefix-scorer.js';
 import { scoreSequences, type ModelDims, type ScoreSequence } from '../../src/engine/scorer.js';
 import { createProxyTokenizer } from '../../src/engine/tokenizer.js';
 import { buildCase, r3, type CaseSpec } from './cases.js';
+import { machine } from './machine.js';
 import { peakRssDelta } from './memory.js';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -76,21 +77,6 @@ function shapeModel(shape: Shape): string {
   return dir;
 }
 
-/** Feeds only the inputs the graph has: the bench's helpers feed EdgeArmor's extension inputs, a hub graph has none. */
-function graphInputsOnly(session: OrtSession): OrtSession {
-  const names = new Set(session.inputNames);
-  return {
-    backend: session.backend,
-    inputNames: session.inputNames,
-    outputNames: session.outputNames,
-    run: (feeds, fetches) => session.run(Object.fromEntries(Object.entries(feeds).filter(([k]) => names.has(k))), fetches),
-    makeInt64: (d, s) => session.makeInt64(d, s),
-    makeFloat32: (d, s) => session.makeFloat32(d, s),
-    makeFloat16: (b, s) => session.makeFloat16(b, s),
-    release: () => session.release(),
-  };
-}
-
 /** The model through the engine's own loader (manifest hashes, external data by path), rewritten by the logits adapter unless `way` is full-logits. */
 async function openWay(dir: string, way: Way): Promise<{ session: OrtSession; dims: ModelDims }> {
   const files = await loadModelFiles(directoryReader(`${dir}/`), 'fp32');
@@ -103,7 +89,7 @@ async function openWay(dir: string, way: Way): Promise<{ session: OrtSession; di
     model = adapted.model;
   }
   const session = await createOrtSession(model, { backend: 'node', externalData: files.externalData });
-  return { session: graphInputsOnly(session), dims };
+  return { session, dims };
 }
 
 /** `--child DIR WAY TOKENSxSPANS`: one way's first run on one case in this fresh process; prints its result as JSON. */
@@ -167,12 +153,6 @@ interface Row {
   ways: Partial<Record<Way, Omit<WayResult, 'logProbs' | 'way'>>>;
   /** Largest |log-prob difference| between the ways, over every action token of every variant. */
   max_abs_logprob_diff: number;
-}
-
-function machine(): string {
-  const cpu = readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/)?.[1] ?? 'unknown CPU';
-  const mem = Math.round(Number(readFileSync('/proc/meminfo', 'utf8').match(/MemTotal:\s*(\d+)/)?.[1] ?? 0) / 2 ** 20);
-  return `${cpu}, ${execFileSync('nproc').toString().trim()} cores, ${mem} GiB RAM, no GPU, Node ${process.version}`;
 }
 
 function parameters(dir: string): string {

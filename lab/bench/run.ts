@@ -11,7 +11,7 @@
  * chromium-wasm2,chromium-webgpu,dawn-webgpu (default: all but the WebGPU ones, which need a GPU to mean anything),
  * --cases 2048x3,512x1, --reps N, --dawn-request FILE (dawn-webgpu: only write its request, for lab/bench/gpu/pack.sh).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +23,7 @@ import { createProxyTokenizer, type ProxyTokenizer } from '../../src/engine/toke
 import { CHROMIUM_PATH } from '../../chromium.config.js';
 import { benchGuards, guardsTable } from './guards.js';
 import { benchWindows, windowsTable } from './windows.js';
+import { machine } from './machine.js';
 import { peakRssDelta } from './memory.js';
 import { writeBenchModel } from './bench-model.js';
 import type { AdapterInfo, DawnBenchRequest, DawnBenchResult } from './dawn.js';
@@ -235,13 +236,6 @@ function dawnBackend(quick: boolean, args: readonly string[]): BackendRun | null
   if (r.status !== 0) throw new Error(`bench child ${DAWN_BACKEND} failed with status ${r.status}`);
   const run = JSON.parse(r.stdout.trim().split('\n').pop()!) as DawnBenchResult;
   return { tokenizer: tok ? TOKENIZED : SYNTHETIC, ...run };
-}
-
-function machine(): string {
-  const cpu = readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/)?.[1] ?? 'unknown CPU';
-  const mem = Math.round(Number(readFileSync('/proc/meminfo', 'utf8').match(/MemTotal:\s*(\d+)/)?.[1] ?? 0) / 2 ** 20);
-  const cores = Number(execFileSync('nproc').toString().trim());
-  return `${cpu}, ${cores} cores, ${mem} GiB RAM, no GPU, Node ${process.version}`;
 }
 
 function table(rows: CaseResult[]): string {
