@@ -6,7 +6,8 @@
  * engines only load and score.
  *
  *   input -> parseGuardInput -> buildContext -> planCheck -> [verdict without the model]
- *                                                     \-> cutLongTexts -> Scorer.score (deadline) -> judge -> verdict
+ *                                                     \-> scoreAndJudge (score-and-judge.ts, under the deadline):
+ *                                                          cutLongTexts -> Scorer.score -> judge -> verdict
  *                  too long for the window: measured, then per window (windows.ts) -> score -> judge -> merged verdict
  *                                        any failure on the way -> judgeFailure (the policy) -> verdict
  */
@@ -17,19 +18,17 @@ import { ContextTooLongError, DisposedError, isEdgeArmorError } from './errors.j
 import { callLogProbPerToken, countFamiliarity, emptyFamiliarity } from './familiarity.js';
 import type { CheckOptions, DefendCallbacks, Guard, GuardStatus } from './guard-api.js';
 import { parseGuardInput } from './guard-input.js';
-import { judgeWindows, planWindowJobs, scoreAndJudgeTogether, withCut, type Ready } from './checks-together.js';
+import { scoreAndJudge, type Ready, type ScoringEnv } from './score-and-judge.js';
 import { readPlainData } from './json.js';
-import { judge, judgeFailure, planCheck, type CheckPlan, type CheckScores } from './judge.js';
-import { cutLongTexts, yieldToEventLoop, type CutContext } from './long-texts.js';
+import { judgeFailure, planCheck, type CheckPlan } from './judge.js';
+import { yieldToEventLoop } from './long-texts.js';
 import { applyModelOptions, type ModelOptionsFile } from './model-options.js';
 import { resolveOptions, type GuardOptions, type ResolvedGuardOptions } from './options.js';
-import type { LoadedScorer, Scorer, ScoreRequest, ScorerSource } from './scorer-port.js';
+import type { LoadedScorer, Scorer, ScorerSource } from './scorer-port.js';
 import type { GuardInput } from './types.js';
 import { blockingFindings, definitionVerdict, withDefinitionFindings } from './mcp-definitions/policy.js';
 import { buildVariants } from './variants.js';
-import type { Verdict, VerdictExtras, WindowsReport } from './verdict.js';
-import { mergeWindowVerdicts, windowedJudgeOptions, type JudgedWindow } from './window-verdict.js';
-import { planWindows, surelyFits, windowContext, type WindowPlan } from './windows.js';
+import type { Verdict } from './verdict.js';
 import { defaultWindowTokens } from './window-budget.js';
 
 /** A guard with the sentence scorer the local redactor needs (what a conductor is, wherever it runs). */
@@ -51,10 +50,6 @@ function total(xs: ArrayLike<number>): number {
   let sum = 0;
   for (let i = 0; i < xs.length; i++) sum += xs[i]!;
   return sum;
-}
-
-function now(): number {
-  return globalThis.performance?.now() ?? Date.now();
 }
 
 /** The status of a guard whose scorer has not loaded yet. */
@@ -92,8 +87,6 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
     queue = run.catch(() => undefined);
     return run;
   };
-  // A scorer that runs its requests one at a time where it lives gets each at once (scorer-port.ts).
-  const serialScore = (scorer: Scorer, request: ScoreRequest): Promise<CheckScores> => (scorer.queuesRequests ? scorer.score(request) : serial(() => scorer.score(request)));
 
   /** The options verdicts are verdictOptions with: the caller's (what they set, from any source) over the model's file, over the defaults. */
   function withModelOptions(file: ModelOptionsFile | null): ResolvedGuardOptions {
@@ -157,51 +150,9 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
     if (disposed) throw new DisposedError('The guard was disposed; create a new one.');
   }
 
-  /** The model's part of a check, under the call's deadline signal. */
-  async function scoreAndJudge(context: StructuredContext, plan: Extract<CheckPlan, { verdict: null }>, signal: AbortSignal): Promise<Verdict> {
-    const t0 = now();
-    const { scorer, options: verdictOptions, windowTokens } = await loaded();
-    signal.throwIfAborted();
-    const tLoaded = now();
-    // Texts no window could hold are cut now, so planning, the copy to the scorer and the judge handle at most a window's worth of each.
-    const cut = await cutLongTexts(context, scorer.info.maxTextChars, scorer.info.maxContextTokens, signal);
-    const budget = Math.min(scorer.info.maxContextTokens, verdictOptions.maxContextTokens ?? windowTokens);
-    const common = { actionText: callerOptions.actionText, maxContextTokens: budget, signal };
-    // A check that may not fit is measured first (nothing scored), and scored in windows when it does not.
-    const measure = scorer.info.chatFormat !== 'edgearmor' || !surelyFits(cut.context, budget);
-    const request = plan.scoring(scorer.info, cut.context);
-    let scores = await serialScore(scorer, { context: cut.context, ...request, ...common, ...(measure ? { ifTooLong: 'measure' as const } : {}) });
-    const extras = { backend: scorer.info.backend, proxy: scorer.info.model, ...(scorer.info.rendering !== undefined ? { rendering: scorer.info.rendering } : {}) };
-    if (scores.sizes) {
-      const windows = planWindows(cut.context, scores.sizes, budget);
-      if (windows) {
-        const verdict = await scoreWindows(cut, windows, scorer, verdictOptions, common, extras);
-        verdict.timings = { ...verdict.timings, waitForModelMs: tLoaded - t0, scoreMs: now() - tLoaded };
-        return verdict;
-      }
-      scores = await serialScore(scorer, { context: cut.context, ...request, ...common });
-    }
-    const tScored = now();
-    const timings = { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded };
-    const verdict = judge({ context: cut.context, ...request, scores: withCut(scores, cut.cutChars), options: verdictOptions, capabilities: scorer.info, extras: { ...extras, timings } });
-    verdict.timings['attributionMs'] = now() - tScored;
-    return verdict;
-  }
-
-  /** Scores and judges each window in turn while the passes last (maxPasses), then merges their verdicts (core/window-verdict.ts). */
-  async function scoreWindows(
-    cut: CutContext,
-    plans: readonly WindowPlan[],
-    scorer: Scorer,
-    verdictOptions: ResolvedGuardOptions,
-    common: Pick<ScoreRequest, 'actionText' | 'maxContextTokens' | 'signal'>,
-    extras: VerdictExtras,
-  ): Promise<Verdict> {
-    const planned = planWindowJobs(cut, plans, scorer, verdictOptions, callerOptions);
-    const scores: CheckScores[] = [];
-    for (const job of planned.jobs) scores.push(await serialScore(scorer, { context: job.win.context, ...job.request, ...common }));
-    return judgeWindows(cut, planned, scores, scorer, verdictOptions, extras);
-  }
+  /** How the conductor runs a scorer's work: at once where the scorer queues its own requests, else in the conductor's queue. */
+  const run = <T>(scorer: Scorer, task: () => Promise<T>): Promise<T> => (scorer.queuesRequests ? task() : serial(task));
+  const scoring = (): ScoringEnv => ({ ready: loaded(), run, resolved: callerOptions });
 
   async function check(raw: unknown, opts: CheckOptions = {}): Promise<Verdict> {
     guardAlive();
@@ -227,7 +178,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
     if (plan.verdict) return plan.verdict;
     const deadline = startDeadline(callerOptions.timeoutMs, opts.signal);
     try {
-      const verdict = await Promise.race([scoreAndJudge(context, plan, deadline.signal), deadline.expired]);
+      const verdict = await Promise.race([scoreAndJudge(scoring(), [{ context, plan }], deadline.signal).then(([v]) => v!), deadline.expired]);
       if (verdict.reason === 'model') status.familiarity = countFamiliarity(status.familiarity, callLogProbPerToken(verdict.attribution));
       return verdict;
     } catch (error) {
@@ -267,7 +218,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
     const deadline = startDeadline(callerOptions.timeoutMs * pending.length, opts.signal);
     let scored: Verdict[] | null = null;
     try {
-      scored = await Promise.race([scoreAndJudgeTogether({ ready: loaded(), serial, resolved: callerOptions }, pending, deadline.signal), deadline.expired]);
+      scored = await Promise.race([scoreAndJudge(scoring(), pending, deadline.signal), deadline.expired]);
     } catch (error) {
       if (opts.signal?.aborted) throw isEdgeArmorError(error) && error.code === 'aborted' ? error : abortedError();
       if (disposed) throw new DisposedError('The guard was disposed while these checks ran.');
@@ -297,7 +248,7 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
         const variants = buildVariants(context).filter((v) => v.kind === 'full');
         const replacements = ablatedTexts.map((content, i) => ({ id: `sentence:${i}`, messageIndex, content }));
         // Each ablation is scored with the whole conversation: one that does not fit the window is measured, not cut and scored.
-        const scores = await serialScore(scorer, { context, variants, actionText: callerOptions.actionText, withAttention: false, replacements, ifTooLong: 'measure', signal: deadline.signal });
+        const scores = await run(scorer, () => scorer.score({ context, variants, actionText: callerOptions.actionText, withAttention: false, replacements, ifTooLong: 'measure', signal: deadline.signal }));
         if (scores.sizes) {
           throw new ContextTooLongError(
             `the conversation does not fit the model's window of ${scorer.info.maxContextTokens} tokens whole, and each sentence of a flagged result is scored with all of it; the result is withheld instead`,

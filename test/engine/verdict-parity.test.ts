@@ -55,6 +55,10 @@ vi.mock('../../src/engine/engine.js', async (importOriginal) => {
           counts.engineCalls += 1;
           return engine.score(request);
         },
+        scoreMany: (...call: Parameters<typeof engine.scoreMany>) => {
+          counts.engineCalls += 1;
+          return engine.scoreMany(...call);
+        },
       };
     },
   };

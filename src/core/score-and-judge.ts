@@ -1,8 +1,7 @@
 /**
- * The conductor's parts that a single check and several checks together share: scoring requests in one run
- * where the scorer can share them, planning and judging a check's windows, and the model's part of several checks
- * at once (`checkMany`: the calls of one conversation, whose context is scored once). The conductor holds the
- * state (the loaded scorer, the queue); these take it as arguments.
+ * The model's part of a check, and of several checks at once (`checkMany`: the calls of one conversation, whose
+ * context is scored once): cutting, measuring, windowing, scoring and judging. One check is the case of one item.
+ * The conductor holds the state (the loaded scorer, the queue); these take it as arguments.
  */
 import type { StructuredContext } from './context.js';
 import { ContextTooLongError } from './errors.js';
@@ -44,10 +43,11 @@ export async function scoreBatch(scorer: Scorer, requests: readonly ScoreRequest
   return out;
 }
 
-/** What {@link scoreAndJudgeTogether} needs of its conductor: the loaded scorer, its one-run-at-a-time queue, the options. */
-export interface TogetherEnv {
+/** What {@link scoreAndJudge} needs of its conductor: the loaded scorer, how it runs a scorer's work, the caller's options. */
+export interface ScoringEnv {
   ready: Promise<Ready>;
-  serial: <T>(task: () => Promise<T>) => Promise<T>;
+  /** Runs one piece of a scorer's work: in the conductor's one-run-at-a-time queue, or at once where the scorer queues (scorer-port.ts). */
+  run: <T>(scorer: Scorer, task: () => Promise<T>) => Promise<T>;
   resolved: ResolvedGuardOptions;
 }
 
@@ -96,16 +96,17 @@ export function judgeWindows(cut: CutContext, planned: WindowJobs, scores: reado
 }
 
 /**
- * The model's part of several checks at once, under one deadline signal: each is cut, measured and windowed
- * as a single check is, but every request of a stage goes to the scorer in one run (`scoreMany`),
- * so what the checks share (the calls of one conversation share their context) is scored once.
+ * The model's part of one or more checks, under one deadline signal. Each is cut to what a window can hold,
+ * measured when it may not fit, and scored whole or in windows; every request of a stage goes to the scorer in
+ * one run (`scoreMany`), so what the checks share (the calls of one conversation share their context, the windows
+ * of a check their head) is scored once.
  */
-export async function scoreAndJudgeTogether(
-  env: TogetherEnv,
+export async function scoreAndJudge(
+  env: ScoringEnv,
   items: ReadonlyArray<{ context: StructuredContext; plan: Extract<CheckPlan, { verdict: null }> }>,
   signal: AbortSignal,
 ): Promise<Verdict[]> {
-  const { ready, serial, resolved } = env;
+  const { ready, run, resolved } = env;
   const t0 = now();
   const { scorer, options: judged, windowTokens } = await ready;
   signal.throwIfAborted();
@@ -115,7 +116,7 @@ export async function scoreAndJudgeTogether(
   const cuts: CutContext[] = [];
   for (const item of items) cuts.push(await cutLongTexts(item.context, scorer.info.maxTextChars, scorer.info.maxContextTokens, signal));
   const requests = items.map((item, i) => item.plan.scoring(scorer.info, cuts[i]!.context));
-  const scores = await serial(() =>
+  const scores = await run(scorer, () =>
     scoreBatch(scorer, items.map((_, i) => ({ context: cuts[i]!.context, ...requests[i]!, ...common, ...(scorer.info.chatFormat !== 'edgearmor' || !surelyFits(cuts[i]!.context, budget) ? { ifTooLong: 'measure' as const } : {}) })), signal),
   );
   // Measured too long: windows where they can be planned, else scored whole (cut to fit), as a single check does.
@@ -128,11 +129,11 @@ export async function scoreAndJudgeTogether(
     else whole.push(i);
   });
   if (whole.length > 0) {
-    const again = await serial(() => scoreBatch(scorer, whole.map((i) => ({ context: cuts[i]!.context, ...requests[i]!, ...common })), signal));
+    const again = await run(scorer, () => scoreBatch(scorer, whole.map((i) => ({ context: cuts[i]!.context, ...requests[i]!, ...common })), signal));
     whole.forEach((i, k) => (scores[i] = again[k]!));
   }
   const windowJobs = [...windowed.values()].flatMap((w) => w.jobs);
-  const windowScores = windowJobs.length > 0 ? await serial(() => scoreBatch(scorer, windowJobs.map((job) => ({ context: job.win.context, ...job.request, ...common })), signal)) : [];
+  const windowScores = windowJobs.length > 0 ? await run(scorer, () => scoreBatch(scorer, windowJobs.map((job) => ({ context: job.win.context, ...job.request, ...common })), signal)) : [];
   const tScored = now();
   const extras = { backend: scorer.info.backend, proxy: scorer.info.model, ...(scorer.info.rendering !== undefined ? { rendering: scorer.info.rendering } : {}) };
   const timings = { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded };
