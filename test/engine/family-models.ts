@@ -8,7 +8,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { requirement } from '../requirements.js';
@@ -51,12 +51,22 @@ export function familyModelDir(family: Family, layout: FamilyLayout = 'standard'
   const dir = join(CACHE, `${prefix}${hash.digest('hex').slice(0, 16)}`);
   if (existsSync(join(dir, 'manifest.json'))) return dir;
   mkdirSync(CACHE, { recursive: true });
-  const run = spawnSync(PYTHON, [join(ROOT, SCRIPTS[0]!), '--tokenizer-dir', tokenizerDir, '--vocab', String(FAMILY_VOCAB[family]), '--out', dir, '--name', `tiny-${family}`, '--layout', layout], {
+  // Built aside and renamed into place: two test files that want the same fixture at once each build it, and
+  // neither reads a half-written one.
+  const building = `${dir}.building-${process.pid}`;
+  const run = spawnSync(PYTHON, [join(ROOT, SCRIPTS[0]!), '--tokenizer-dir', tokenizerDir, '--vocab', String(FAMILY_VOCAB[family]), '--out', building, '--name', `tiny-${family}`, '--layout', layout], {
     encoding: 'utf8',
     timeout: BUILD_TIMEOUT_MS,
     env: { ...process.env, LD_LIBRARY_PATH: '/usr/lib/x86_64-linux-gnu/openblas-openmp' },
   });
-  if (run.status !== 0 || !existsSync(join(dir, 'manifest.json'))) throw new Error(`building the ${family} fixture failed (status ${run.status}): ${run.stderr.slice(-2000)}`);
+  if (run.status !== 0 || !existsSync(join(building, 'manifest.json'))) throw new Error(`building the ${family} fixture failed (status ${run.status}): ${run.stderr.slice(-2000)}`);
+  try {
+    renameSync(building, dir);
+  } catch (error) {
+    // The other build finished first: its copy is the same fixture.
+    rmSync(building, { recursive: true, force: true });
+    if (!existsSync(join(dir, 'manifest.json'))) throw error;
+  }
   // Older versions of this family's fixture are tens of MB each and no script builds them any more.
   const build = new RegExp(`^${prefix}[0-9a-f]{16}$`);
   for (const old of readdirSync(CACHE)) if (build.test(old) && join(CACHE, old) !== dir) rmSync(join(CACHE, old), { recursive: true, force: true });
