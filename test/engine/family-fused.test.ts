@@ -1,11 +1,11 @@
 /**
- * The family decoders (Qwen3, Gemma 3 and Llama 3 vocabularies, real tokenizers and templates) in
- * onnxruntime-genai's fused layout (RotaryEmbedding and GroupQueryAttention, SimplifiedLayerNormalization,
- * MatMulNBits q4; lab/model/make_family_fixture.py --layout gqa: their heads of 8 are below what the kernel's own
- * rotary takes): every MCP and travel check is a model verdict, so is the long (5k-token) check on Qwen3, and
- * every variant's log-probs equal those of the standard export of the same weights. The fused plan does not
- * depend on the vocabulary, so the long check runs on one family here; family-render.test.ts runs it on all three
- * in the standard layout.
+ * A family decoder (Qwen3's vocabulary, real tokenizer and template) in onnxruntime-genai's fused layout
+ * (RotaryEmbedding and GroupQueryAttention, SimplifiedLayerNormalization, MatMulNBits q4;
+ * lab/model/make_family_fixture.py --layout gqa: its heads of 8 are below what the kernel's own rotary takes):
+ * every MCP and travel check and the long (5k-token) one is a model verdict, and every variant's log-probs equal
+ * those of the standard export of the same weights. The family fixtures share one graph whatever the vocabulary
+ * (make_family_fixture.py), so one family covers the fused plan; family-render.test.ts checks every family's
+ * rendering and verdicts in the standard layout.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildContext } from '../../src/core/context.js';
@@ -18,16 +18,14 @@ import { createNodeGuard } from '../../src/node.js';
 import { CASES, MODEL_CASES } from './family-cases.js';
 import { CAN_BUILD_FAMILY_MODELS, familyModelDir, type Family, type FamilyLayout } from './family-models.js';
 
-// Each family: two fixture builds on first use, loading, three checks (one of about 5k tokens) and two scorings on two cores.
+// Two fixture builds on first use, loading, three checks (one of about 5k tokens) and two scorings on two cores.
 const MODEL_TIMEOUT_MS = 600_000;
 // A check's own deadline: the long check scores a dozen 5k-token variants on a shared CPU.
 const CHECK_TIMEOUT_MS = 300_000;
 // Two layouts of the same q4 weights agree to this, relative to the log-prob (at least 1 in magnitude).
 const SAME_WEIGHTS_REL_TOL = 1e-3;
 
-const FAMILIES: readonly Family[] = ['qwen3', 'gemma3', 'llama3'];
-/** The family whose fused decoder also takes the long check. */
-const LONG_CHECK_FAMILY: Family = 'qwen3';
+const FAMILY: Family = 'qwen3';
 
 describe.skipIf(!CAN_BUILD_FAMILY_MODELS)('family decoders in the fused GroupQueryAttention layout', () => {
   const engines: ProxyEngine[] = [];
@@ -43,33 +41,31 @@ describe.skipIf(!CAN_BUILD_FAMILY_MODELS)('family decoders in the fused GroupQue
     return engine;
   }
 
-  for (const family of FAMILIES) {
-    it(
-      `${family}: every MCP and travel check${family === LONG_CHECK_FAMILY ? ', and the long one,' : ''} is a model verdict, and every travel variant equals the standard export's`,
-      async () => {
-        const guard = createNodeGuard({ modelDir: familyModelDir(family, 'gqa'), modelVariant: 'q4', backends: ['node'], timeoutMs: CHECK_TIMEOUT_MS });
-        guards.push(guard);
-        await guard.ready;
-        for (const [name, input] of Object.entries(MODEL_CASES)) {
-          if (name === 'long' && family !== LONG_CHECK_FAMILY) continue;
-          const v = await guard.check(input);
-          expect(v, `${family} ${name}: ${v.error?.message ?? ''}`).toMatchObject({ reason: 'model' });
-          expect(v.attribution!.variants.filter((x) => x.kind === 'no-tool')).toHaveLength(input.tools!.length);
-        }
-        const fused = await engineOf(family, 'gqa');
-        const standard = await engineOf(family, 'standard');
-        expect(fused.info).toMatchObject({ graph: 'gqa', rendering: standard.info.rendering, logitsSource: 'adapter' });
-        const context = buildContext(CASES.travel, resolveOptions());
-        const request: ScoreRequest = { context, variants: buildVariants(context, { toolLeaveOneOut: true }), actionText: 'template', withAttention: false };
-        const [got, want] = [await fused.score(request), await standard.score(request)];
-        for (const variant of request.variants) {
-          const a = got.logProbs.get(variant.id)!;
-          const b = want.logProbs.get(variant.id)!;
-          const rel = Math.max(...Array.from(a, (x, j) => Math.abs(x - b[j]!) / Math.max(1, Math.abs(b[j]!))));
-          expect(rel, `${family} ${variant.id}`).toBeLessThan(SAME_WEIGHTS_REL_TOL);
-        }
-      },
-      MODEL_TIMEOUT_MS,
-    );
-  }
+  it(
+    `${FAMILY}: every MCP, travel and long check is a model verdict, and every travel variant equals the standard export's`,
+    async () => {
+      const family = FAMILY;
+      const guard = createNodeGuard({ modelDir: familyModelDir(family, 'gqa'), modelVariant: 'q4', backends: ['node'], timeoutMs: CHECK_TIMEOUT_MS });
+      guards.push(guard);
+      await guard.ready;
+      for (const [name, input] of Object.entries(MODEL_CASES)) {
+        const v = await guard.check(input);
+        expect(v, `${family} ${name}: ${v.error?.message ?? ''}`).toMatchObject({ reason: 'model' });
+        expect(v.attribution!.variants.filter((x) => x.kind === 'no-tool')).toHaveLength(input.tools!.length);
+      }
+      const fused = await engineOf(family, 'gqa');
+      const standard = await engineOf(family, 'standard');
+      expect(fused.info).toMatchObject({ graph: 'gqa', rendering: standard.info.rendering, logitsSource: 'adapter' });
+      const context = buildContext(CASES.travel, resolveOptions());
+      const request: ScoreRequest = { context, variants: buildVariants(context, { toolLeaveOneOut: true }), actionText: 'template', withAttention: false };
+      const [got, want] = [await fused.score(request), await standard.score(request)];
+      for (const variant of request.variants) {
+        const a = got.logProbs.get(variant.id)!;
+        const b = want.logProbs.get(variant.id)!;
+        const rel = Math.max(...Array.from(a, (x, j) => Math.abs(x - b[j]!) / Math.max(1, Math.abs(b[j]!))));
+        expect(rel, `${family} ${variant.id}`).toBeLessThan(SAME_WEIGHTS_REL_TOL);
+      }
+    },
+    MODEL_TIMEOUT_MS,
+  );
 });
