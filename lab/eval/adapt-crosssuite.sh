@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # bin/edgearmor.js runs dist/, which npm ci builds once: rebuilt here, so a measurement never runs stale code.
-npm run --silent prepare
+npm run --silent build:lib
 out=${1:?usage: bash lab/eval/adapt-crosssuite.sh OUT [SUITE=slack] [adapt flags...]}
 suite=${2:-slack}
 shift $(( $# >= 2 ? 2 : 1 ))

@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # bin/edgearmor.js runs dist/, which npm ci builds once: rebuilt here, so a measurement never runs stale code.
-npm run --silent prepare
+npm run --silent build:lib
 out=${1:?usage: bash lab/eval/adapt-protocol.sh OUT [FAMILY] [adapt flags...]}
 family=${2:-Movies}
 shift $(( $# >= 2 ? 2 : 1 ))
