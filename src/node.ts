@@ -2,8 +2,7 @@
  * EdgeArmor for Node: the in-process guard on onnxruntime-node (onnxruntime-web wasm as fallback, and
  * in worker threads), loading the embedded model (or any model directory) from disk.
  */
-import { isMainThread } from 'node:worker_threads';
-import { backendRequest, checkBackendRequest, planBackends } from './core/backend-plan.js';
+import { backendRequest, checkBackendRequest } from './core/backend-plan.js';
 import { createConductor, type ConductorGuard } from './core/conductor.js';
 import type { GuardOptions } from './core/options.js';
 import { splitRuntimeOptions, type ModelRuntimeOptions } from './core/runtime-options.js';
@@ -11,6 +10,7 @@ import { DEFAULT_STUCK_GRACE_MS, validateFactoryOptions } from './core/shell-opt
 import { nodeModelReader } from './engine/files-node.js';
 import { loadEngineScorer, type LocalGuardRuntime } from './engine/local-guard.js';
 import { loadIsolatedScorer } from './engine/process-scorer.js';
+import { planNodeBackends } from './node/backends.js';
 import { NODE_OPTIONS, type NodeShellOptions } from './node/options.js';
 
 export { buildManifest, defaultCacheDir, embeddedModelDir, writeModelOptions, type HubTreeEntry } from './engine/files-node.js';
@@ -52,8 +52,7 @@ export function createNodeGuard(options: NodeGuardOptions = {}): ConductorGuard 
   const inChild = isolation === 'process' && runtimeOptions.remoteProxy === undefined;
   return createConductor(guard, {
     async load() {
-      // A child process is a main thread: onnxruntime-node is safe there even when this is a worker thread.
-      const plan = await planBackends(request, { isNode: true, isWorkerThread: !inChild && !isMainThread, gpu: undefined });
+      const plan = await planNodeBackends(request, { inChildProcess: inChild });
       const here: LocalGuardRuntime = { ...runtimeOptions, reader, backends: plan.backends, ...progress };
       const location = { modelDir: options.modelDir, modelUrl: options.modelUrl, cacheDir: options.cacheDir, modelManifest: options.modelManifest };
       const isolated = { location, runtime: runtimeOptions, backends: plan.backends, cancelGraceMs: options.stuckWorkerGraceMs ?? DEFAULT_STUCK_GRACE_MS, ...progress };

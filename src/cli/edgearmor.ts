@@ -227,13 +227,11 @@ async function serveProxy(args: string[]): Promise<void> {
   const port = Number(values.port ?? 8000);
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port: received "${values.port}"; allowed: an integer from 0 to 65535`);
   const variant = variantFlag(values.variant);
-  const { planBackends } = await import('../core/backend-plan.js');
   const { directoryReader, embeddedModelDir } = await import('../engine/files-node.js');
-  const { loadPlannedEngine } = await import('../engine/local-guard.js');
   const { loadModelFiles } = await import('../engine/model-files.js');
   const { startProxyServer } = await import('../engine/proxy-server.js');
-  const plan = await planBackends('auto', { isNode: true, isWorkerThread: false, gpu: undefined });
-  const { engine, fallbackReason } = await loadPlannedEngine(await loadModelFiles(directoryReader(values.model ?? embeddedModelDir()), variant), plan.backends);
+  const { loadNodeEngine } = await import('../node/backends.js');
+  const { engine, fallbackReason } = await loadNodeEngine(await loadModelFiles(directoryReader(values.model ?? embeddedModelDir()), variant));
   if (fallbackReason !== null) process.stderr.write(`edgearmor serve-proxy: ${engine.info.backend} instead of the preferred backend (${fallbackReason})\n`);
   const apiKey = process.env['EDGEARMOR_REMOTE_API_KEY'];
   const server = await startProxyServer({
