@@ -1,7 +1,7 @@
 /**
  * Shared pieces of the browser tests: the system Chromium (SETUP.md flags), the demo served by
  * Vite (dev server or production build + preview) on 127.0.0.1, a network guard that aborts every
- * request leaving 127.0.0.1, and a console watcher.
+ * request leaving 127.0.0.1, a console watcher, and the comparison of a browser verdict with Node's.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -10,6 +10,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
 import { build, createServer, preview, type Plugin } from 'vite';
+import { expect } from 'vitest';
+import type { Verdict } from '../../src/core/verdict.js';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../chromium.config.js';
 import { staticDir } from '../../vite.config.js';
 import { requirement } from '../requirements.js';
@@ -132,4 +134,30 @@ export function watchConsole(page: Page, expected: RegExp[] = []): string[] {
   });
   page.on('pageerror', (e) => keep(`pageerror: ${e.message}`));
   return errors;
+}
+
+/** Browser and Node scores agree to this (WebGPU's q4 kernels and the CPU's accumulate in different orders). */
+const LOGPROB_TOLERANCE = 1e-3;
+
+/** Per-token mean log-probs of every variant and normalised deltas of every span, keyed for comparison. */
+function scores(v: Verdict): Record<string, number> {
+  const out: Record<string, number> = {};
+  // Per action token: the q4 kernels of WebGPU and the CPU accumulate in different orders, and a sum over
+  // ~40 tokens adds up those last-digit differences.
+  const n = v.attribution?.actionTokenCount ?? 1;
+  for (const variant of v.attribution?.variants ?? []) out[`logProbPerToken:${variant.id}`] = variant.logProb / n;
+  for (const span of v.attribution?.spans ?? []) out[`spanDelta:${span.messageIndex}`] = span.normalizedDelta;
+  if (v.attribution) out['userDelta'] = v.attribution.user.normalizedDelta;
+  return out;
+}
+
+/** A browser verdict and the Node engine's on the same input: the same decision and flags, every score within 1e-3. */
+export function expectClose(browser: Verdict, node: Verdict): void {
+  const a = scores(browser);
+  const b = scores(node);
+  expect(Object.keys(a).sort()).toEqual(Object.keys(b).sort());
+  expect(Object.keys(a).length).toBeGreaterThan(2);
+  for (const [k, v] of Object.entries(a)) expect(Math.abs(v - b[k]!), k).toBeLessThan(LOGPROB_TOLERANCE);
+  expect(browser.decision).toBe(node.decision);
+  expect(browser.flagged.map((f) => f.messageIndex)).toEqual(node.flagged.map((f) => f.messageIndex));
 }
