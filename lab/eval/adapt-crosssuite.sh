@@ -12,7 +12,7 @@
 # model in OUT/model, the base/, adapted/ and embedded/ eval runs, and summary.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# bin/edgearmor.js runs dist/, which npm ci builds once: rebuilt here, so a measurement never runs stale code.
+# bin/edgearmor.js runs dist/: rebuilt here, so a measurement never runs stale code.
 npm run --silent build:lib
 out=${1:?usage: bash lab/eval/adapt-crosssuite.sh OUT [SUITE=slack] [adapt flags...]}
 suite=${2:-slack}

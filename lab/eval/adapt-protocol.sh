@@ -11,7 +11,7 @@
 # and summary-protocol.json. Runs from the repository after `npm ci` (it rebuilds dist/ first).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# bin/edgearmor.js runs dist/, which npm ci builds once: rebuilt here, so a measurement never runs stale code.
+# bin/edgearmor.js runs dist/: rebuilt here, so a measurement never runs stale code.
 npm run --silent build:lib
 out=${1:?usage: bash lab/eval/adapt-protocol.sh OUT [FAMILY] [adapt flags...]}
 family=${2:-Movies}
