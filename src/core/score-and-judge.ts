@@ -6,7 +6,7 @@
 import type { StructuredContext } from './context.js';
 import { ContextTooLongError } from './errors.js';
 import { judge, judgeFailure, planCheck, type CheckPlan, type CheckScores, type ScoringRequestPlan } from './judge.js';
-import { cutLongTexts, type CutContext } from './long-texts.js';
+import { cutLongTexts, yieldToEventLoop, type CutContext } from './long-texts.js';
 import type { ResolvedGuardOptions } from './options.js';
 import type { Scorer, ScoreRequest } from './scorer-port.js';
 import type { Verdict, VerdictExtras, WindowsReport } from './verdict.js';
@@ -78,8 +78,8 @@ export function planWindowJobs(cut: CutContext, plans: readonly WindowPlan[], sc
   return { jobs, notJudged, windows: plans.length };
 }
 
-/** Judges each scored window and merges their verdicts in the check's own numbering. */
-export function judgeWindows(cut: CutContext, planned: WindowJobs, scores: readonly CheckScores[], scorer: Scorer, judged: ResolvedGuardOptions, extras: VerdictExtras): Verdict {
+/** Judges each scored window, each in a task of its own, and merges their verdicts in the check's own numbering. */
+export async function judgeWindows(cut: CutContext, planned: WindowJobs, scores: readonly CheckScores[], scorer: Scorer, judged: ResolvedGuardOptions, extras: VerdictExtras): Promise<Verdict> {
   const { context } = cut;
   const { jobs, notJudged } = planned;
   if (jobs.length === 0) {
@@ -87,11 +87,14 @@ export function judgeWindows(cut: CutContext, planned: WindowJobs, scores: reado
     return { ...judgeFailure(error, context, judged, extras), windows: { count: 0, passes: 0, judged: [], notJudged } };
   }
   const perWindow = planned.windows > 1 ? windowedJudgeOptions(judged) : judged;
-  const done: JudgedWindow[] = jobs.map(({ win, request }, k) => {
+  const done: JudgedWindow[] = [];
+  for (const [k, { win, request }] of jobs.entries()) {
+    await yieldToEventLoop();
     const cutChars = Object.fromEntries(win.messageIndexes.flatMap((orig, i) => (cut.cutChars[orig] === undefined ? [] : [[i, cut.cutChars[orig]!]])));
     const verdict = judge({ context: win.context, ...request, scores: withCut(scores[k]!, cutChars), options: perWindow, capabilities: scorer.info, extras });
-    return { win, verdict, passes: request.variants.length };
-  });
+    done.push({ win, verdict, passes: request.variants.length });
+  }
+  await yieldToEventLoop();
   return mergeWindowVerdicts(context, done, notJudged, judged, extras, cut.cutChars);
 }
 
@@ -137,16 +140,24 @@ export async function scoreAndJudge(
   const tScored = now();
   const extras = { backend: scorer.info.backend, proxy: scorer.info.model, ...(scorer.info.rendering !== undefined ? { rendering: scorer.info.rendering } : {}) };
   const timings = { waitForModelMs: tLoaded - t0, scoreMs: tScored - tLoaded };
+  // Judged on the caller's thread (a page's, when the scorer is in a worker): each check, and each window of
+  // one, in a task of its own, after the task that received the scores.
+  const verdicts: Verdict[] = [];
   let offset = 0;
-  return items.map((_, i) => {
+  for (const [i, cut] of cuts.entries()) {
     const w = windowed.get(i);
     if (w) {
-      const verdict = judgeWindows(cuts[i]!, w, windowScores.slice(offset, (offset += w.jobs.length)), scorer, judged, extras);
+      const verdict = await judgeWindows(cut, w, windowScores.slice(offset, (offset += w.jobs.length)), scorer, judged, extras);
       verdict.timings = { ...verdict.timings, ...timings };
-      return verdict;
+      verdicts.push(verdict);
+      continue;
     }
-    const verdict = judge({ context: cuts[i]!.context, ...requests[i]!, scores: withCut(scores[i]!, cuts[i]!.cutChars), options: judged, capabilities: scorer.info, extras: { ...extras, timings: { ...timings } } });
-    verdict.timings['attributionMs'] = now() - tScored;
-    return verdict;
-  });
+    await yieldToEventLoop();
+    signal.throwIfAborted();
+    const tJudge = now();
+    const verdict = judge({ context: cut.context, ...requests[i]!, scores: withCut(scores[i]!, cut.cutChars), options: judged, capabilities: scorer.info, extras: { ...extras, timings: { ...timings } } });
+    verdict.timings['attributionMs'] = now() - tJudge;
+    verdicts.push(verdict);
+  }
+  return verdicts;
 }
