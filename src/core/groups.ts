@@ -31,12 +31,22 @@ export function normalizeForComparison(text: string): string {
     .trim();
 }
 
-/** The normalised sentences of a text with at least MIN_SHARED_SENTENCE_WORDS words. */
-export function longSentences(text: string): string[] {
-  return text
-    .split(/(?<=[.!?])\s+|\n+/)
-    .map(normalizeForComparison)
-    .filter((s) => s.split(' ').length >= MIN_SHARED_SENTENCE_WORDS);
+const SENTENCE_BREAK = /(?<=[.!?])\s+|\n+/;
+
+const isLong = (sentence: string): boolean => sentence.split(' ').length >= MIN_SHARED_SENTENCE_WORDS;
+
+/**
+ * A text normalised whole, and its normalised sentences of at least MIN_SHARED_SENTENCE_WORDS words. A text without a sentence break (a page of CJK, a minified
+ * blob) is its one sentence, normalised once rather than twice: the guard plans a check's groups on the
+ * caller's thread, and seven such results of a window's size each took 50 ms there.
+ */
+function comparisonKeys(text: string): { whole: string; sentences: string[] } {
+  const pieces = text.split(SENTENCE_BREAK);
+  if (pieces.length === 1) {
+    const whole = normalizeForComparison(text);
+    return { whole, sentences: isLong(whole) ? [whole] : [] };
+  }
+  return { whole: normalizeForComparison(text), sentences: pieces.map(normalizeForComparison).filter(isLong) };
 }
 
 /**
@@ -57,8 +67,9 @@ export function nearDuplicateClusters(texts: readonly string[]): number[][] {
     else parent[root(i)] = root(j);
   };
   texts.forEach((text, i) => {
-    join(`text:${normalizeForComparison(text)}`, i);
-    for (const s of new Set(longSentences(text))) join(`sentence:${s}`, i);
+    const { whole, sentences } = comparisonKeys(text);
+    join(`text:${whole}`, i);
+    for (const s of new Set(sentences)) join(`sentence:${s}`, i);
   });
   const clusters = new Map<number, number[]>();
   texts.forEach((_, i) => clusters.set(root(i), [...(clusters.get(root(i)) ?? []), i]));

@@ -116,9 +116,17 @@ export async function scoreAndJudge(
   const tLoaded = now();
   const budget = Math.min(scorer.info.maxContextTokens, judged.maxContextTokens ?? windowTokens);
   const common = { actionText: resolved.actionText, maxContextTokens: budget, signal };
+  // Cut and planned on the caller's thread: each long text cut, and each check's variants planned (duplicate
+  // grouping reads every result), in a task of its own.
   const cuts: CutContext[] = [];
-  for (const item of items) cuts.push(await cutLongTexts(item.context, scorer.info.maxTextChars, scorer.info.maxContextTokens, signal));
-  const requests = items.map((item, i) => item.plan.scoring(scorer.info, cuts[i]!.context));
+  const requests: ScoringRequestPlan[] = [];
+  for (const item of items) {
+    const cut = await cutLongTexts(item.context, scorer.info.maxTextChars, scorer.info.maxContextTokens, signal);
+    await yieldToEventLoop();
+    signal.throwIfAborted();
+    cuts.push(cut);
+    requests.push(item.plan.scoring(scorer.info, cut.context));
+  }
   const scores = await run(scorer, () =>
     scoreBatch(scorer, items.map((_, i) => ({ context: cuts[i]!.context, ...requests[i]!, ...common, ...(scorer.info.chatFormat !== 'edgearmor' || !surelyFits(cuts[i]!.context, budget) ? { ifTooLong: 'measure' as const } : {}) })), signal),
   );
