@@ -1,10 +1,13 @@
 import { defineConfig } from 'vitest/config';
+import SlowFirstSequencer from './test/slow-first.js';
 
 export default defineConfig({
   test: {
     environment: 'node',
     testTimeout: 60_000,
     globalSetup: ['test/temp-root.ts'],
+    // The slowest files start first, so neither worker runs one alone at the end (test/slow-first.ts).
+    sequence: { sequencer: SlowFirstSequencer },
     projects: [
       {
         extends: true,
