@@ -2,7 +2,7 @@
  * EdgeArmor for Node: the in-process guard on onnxruntime-node (onnxruntime-web wasm as fallback, and
  * in worker threads), loading the embedded model (or any model directory) from disk.
  */
-import { backendRequest, checkBackendRequest } from './core/backend-plan.js';
+import { backendRequest, checkBackendRequest, joinReasons } from './core/backend-plan.js';
 import { createConductor, type ConductorGuard } from './core/conductor.js';
 import type { GuardOptions } from './core/options.js';
 import { splitRuntimeOptions, type ModelRuntimeOptions } from './core/runtime-options.js';
@@ -57,7 +57,7 @@ export function createNodeGuard(options: NodeGuardOptions = {}): ConductorGuard 
       const location = { modelDir: options.modelDir, modelUrl: options.modelUrl, cacheDir: options.cacheDir, modelManifest: options.modelManifest };
       const isolated = { location, runtime: runtimeOptions, backends: plan.backends, cancelGraceMs: options.stuckWorkerGraceMs ?? DEFAULT_STUCK_GRACE_MS, ...progress };
       const loaded = inChild ? await loadIsolatedScorer(isolated, here) : await loadEngineScorer(here);
-      return { ...loaded, fallbackReason: [plan.fallbackReason, loaded.fallbackReason].filter(Boolean).join('; ') || null };
+      return { ...loaded, fallbackReason: joinReasons(plan.fallbackReason, loaded.fallbackReason) };
     },
     ...progress,
   });

@@ -25,6 +25,11 @@ export interface BackendPlan {
   inChildProcess?: OrtBackend[];
 }
 
+/** Fallback reasons joined in order (the plan's, then the loader's), or null when there are none. */
+export function joinReasons(...reasons: Array<string | null | undefined>): string | null {
+  return reasons.filter(Boolean).join('; ') || null;
+}
+
 /** The host a plan is for; `gpu` is the browser's `navigator.gpu` (probed only when WebGPU may be used). */
 export interface BackendHost {
   isNode: boolean;

@@ -11,6 +11,7 @@
  *                  too long for the window: measured, then per window (windows.ts) -> score -> judge -> merged verdict
  *                                        any failure on the way -> judgeFailure (the policy) -> verdict
  */
+import { joinReasons } from './backend-plan.js';
 import { buildContext, isPrivilegedTool, type StructuredContext } from './context.js';
 import { startDeadline, abortedError } from './deadline.js';
 import { createLocalRedactor, runDefense, type DefenseResult, type SanitizeRequest } from './defense.js';
@@ -99,12 +100,11 @@ export function createConductor(options: GuardOptions, source: ScorerSource): Co
   function markReady(loaded: LoadedScorer): Ready {
     const { info } = loaded.scorer;
     const verdictOptions = withModelOptions(loaded.modelOptions);
-    const reason = [status.fallbackReason, loaded.fallbackReason].filter(Boolean).join('; ');
     const windowTokens = info.shape ? Math.min(info.maxContextTokens, defaultWindowTokens(info.shape, verdictOptions.timeoutMs)) : info.maxContextTokens;
     Object.assign(status, {
       state: 'ready',
       backend: info.backend,
-      fallbackReason: reason === '' ? null : reason,
+      fallbackReason: joinReasons(status.fallbackReason, loaded.fallbackReason),
       model: info.model,
       variant: info.variant,
       maxContextTokens: info.maxContextTokens,

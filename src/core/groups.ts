@@ -36,17 +36,14 @@ const SENTENCE_BREAK = /(?<=[.!?])\s+|\n+/;
 const isLong = (sentence: string): boolean => sentence.split(' ').length >= MIN_SHARED_SENTENCE_WORDS;
 
 /**
- * A text normalised whole, and its normalised sentences of at least MIN_SHARED_SENTENCE_WORDS words. A text without a sentence break (a page of CJK, a minified
- * blob) is its one sentence, normalised once rather than twice: the guard plans a check's groups on the
- * caller's thread, and seven such results of a window's size each took 50 ms there.
+ * A text normalised whole, and its normalised sentences of at least MIN_SHARED_SENTENCE_WORDS words. A text
+ * without a sentence break (a page of CJK, a minified blob) is its one sentence and is normalised once: the guard
+ * plans a check's groups on the caller's thread, where seven such window-sized results took 50 ms normalised twice.
  */
 function comparisonKeys(text: string): { whole: string; sentences: string[] } {
   const pieces = text.split(SENTENCE_BREAK);
-  if (pieces.length === 1) {
-    const whole = normalizeForComparison(text);
-    return { whole, sentences: isLong(whole) ? [whole] : [] };
-  }
-  return { whole: normalizeForComparison(text), sentences: pieces.map(normalizeForComparison).filter(isLong) };
+  const sentences = pieces.map(normalizeForComparison);
+  return { whole: pieces.length === 1 ? sentences[0]! : normalizeForComparison(text), sentences: sentences.filter(isLong) };
 }
 
 /**

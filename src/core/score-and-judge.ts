@@ -22,21 +22,21 @@ export interface Ready {
 }
 
 /** The windows of one check to score, what no window judges, and how many windows were planned. */
-export interface WindowJobs {
+interface WindowJobs {
   jobs: Array<{ win: CheckWindow; request: ScoringRequestPlan }>;
   notJudged: WindowsReport['notJudged'];
   windows: number;
 }
 
 /** The scores with the conductor's own cut joined to the scorer's truncation report. */
-export function withCut(scores: CheckScores, cutChars: Record<number, number>): CheckScores {
+function withCut(scores: CheckScores, cutChars: Record<number, number>): CheckScores {
   if (Object.keys(cutChars).length === 0) return scores;
   const charsCutBeforeTokenizing = { ...scores.truncation.charsCutBeforeTokenizing, ...cutChars };
   return { ...scores, truncation: { ...scores.truncation, charsCutBeforeTokenizing } };
 }
 
 /** Several requests in one run where the scorer can share them (`scoreMany`), else one after another. */
-export async function scoreBatch(scorer: Scorer, requests: readonly ScoreRequest[], signal: AbortSignal): Promise<CheckScores[]> {
+async function scoreBatch(scorer: Scorer, requests: readonly ScoreRequest[], signal: AbortSignal): Promise<CheckScores[]> {
   if (scorer.scoreMany) return scorer.scoreMany(requests, signal);
   const out: CheckScores[] = [];
   for (const request of requests) out.push(await scorer.score(request));
@@ -56,7 +56,7 @@ function now(): number {
 }
 
 /** The windows of a check that are scored while the passes last (maxPasses), and what no window judges. */
-export function planWindowJobs(cut: CutContext, plans: readonly WindowPlan[], scorer: Scorer, judged: ResolvedGuardOptions, resolved: ResolvedGuardOptions): WindowJobs {
+function planWindowJobs(cut: CutContext, plans: readonly WindowPlan[], scorer: Scorer, judged: ResolvedGuardOptions, resolved: ResolvedGuardOptions): WindowJobs {
   const { context } = cut;
   const jobs: WindowJobs['jobs'] = [];
   const notJudged: WindowsReport['notJudged'] = { messages: [], tools: [] };
@@ -79,7 +79,7 @@ export function planWindowJobs(cut: CutContext, plans: readonly WindowPlan[], sc
 }
 
 /** Judges each scored window, each in a task of its own, and merges their verdicts in the check's own numbering. */
-export async function judgeWindows(cut: CutContext, planned: WindowJobs, scores: readonly CheckScores[], scorer: Scorer, judged: ResolvedGuardOptions, extras: VerdictExtras): Promise<Verdict> {
+async function judgeWindows(cut: CutContext, planned: WindowJobs, scores: readonly CheckScores[], scorer: Scorer, judged: ResolvedGuardOptions, extras: VerdictExtras): Promise<Verdict> {
   const { context } = cut;
   const { jobs, notJudged } = planned;
   if (jobs.length === 0) {

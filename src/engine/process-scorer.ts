@@ -13,7 +13,7 @@ import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isMainThread, Worker } from 'node:worker_threads';
-import type { OrtBackend } from '../core/backend-plan.js';
+import { joinReasons, type OrtBackend } from '../core/backend-plan.js';
 import { WorkerCrashedError } from '../core/errors.js';
 import type { GuardProgress } from '../core/guard-api.js';
 import type { ModelRuntimeOptions } from '../core/runtime-options.js';
@@ -217,7 +217,7 @@ const clause = (error: Error) => error.message.replace(/(; the next call starts 
  * anywhere, so only a child that could not run falls back.
  */
 export async function loadIsolatedScorer(options: ProcessScorerOptions, here: LocalGuardRuntime): Promise<LoadedScorer> {
-  const withReason = (loaded: LoadedScorer, reason: string): LoadedScorer => ({ ...loaded, fallbackReason: [reason, loaded.fallbackReason].filter(Boolean).join('; ') });
+  const withReason = (loaded: LoadedScorer, reason: string): LoadedScorer => ({ ...loaded, fallbackReason: joinReasons(reason, loaded.fallbackReason) });
   let processError: WorkerCrashedError;
   try {
     return await loadProcessScorer(options);

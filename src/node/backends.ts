@@ -3,7 +3,7 @@
  * the evaluation's reference engine share (the worker's scorer host plans for its own host in worker/service.ts).
  */
 import { isMainThread } from 'node:worker_threads';
-import { planBackends, type BackendPlan, type BackendRequest } from '../core/backend-plan.js';
+import { joinReasons, planBackends, type BackendPlan, type BackendRequest } from '../core/backend-plan.js';
 import type { ProxyEngine } from '../engine/engine.js';
 import { loadPlannedEngine } from '../engine/local-guard.js';
 import type { ModelFiles } from '../engine/model-files.js';
@@ -20,5 +20,5 @@ export function planNodeBackends(request: BackendRequest = 'auto', where: { inCh
 export async function loadNodeEngine(files: ModelFiles, request: BackendRequest = 'auto'): Promise<{ engine: ProxyEngine; fallbackReason: string | null }> {
   const plan = await planNodeBackends(request);
   const { engine, fallbackReason } = await loadPlannedEngine(files, plan.backends);
-  return { engine, fallbackReason: [plan.fallbackReason, fallbackReason].filter(Boolean).join('; ') || null };
+  return { engine, fallbackReason: joinReasons(plan.fallbackReason, fallbackReason) };
 }

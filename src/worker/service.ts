@@ -4,7 +4,7 @@
  * page's conductor sends over the scorer protocol. It validates nothing the page already did and judges
  * nothing: the options arrive resolved, and the verdict is made on the page.
  */
-import { planBackends, type BackendHost } from '../core/backend-plan.js';
+import { joinReasons, planBackends, type BackendHost } from '../core/backend-plan.js';
 import { IntegrityError, InvalidOptionsError } from '../core/errors.js';
 import type { GuardProgress } from '../core/guard-api.js';
 import type { LoadedScorer } from '../core/scorer-port.js';
@@ -85,7 +85,7 @@ export async function loadWorkerScorer(load: WorkerLoad, onProgress: (event: Gua
       return await (await processScorer()).loadIsolatedScorer({ location, runtime: load.runtime, backends: plan.inChildProcess, onProgress }, runtime);
     }
     const loaded = await (deps.loadScorer ?? loadEngineScorer)(runtime);
-    return { ...loaded, fallbackReason: [plan.fallbackReason, loaded.fallbackReason].filter(Boolean).join('; ') || null };
+    return { ...loaded, fallbackReason: joinReasons(plan.fallbackReason, loaded.fallbackReason) };
   } catch (error) {
     return evictTampered(error, reader);
   }
