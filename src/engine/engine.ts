@@ -21,7 +21,7 @@ import { isFloat16Variant, type ModelFiles } from './model-files.js';
 import { createOrtSession, type Backend, type OrtSession } from './ort-session.js';
 import { checkPositiveIntegerOption, DEFAULT_MAX_CHUNK_TOKENS, scoreSequencesShared } from './prefix-scorer.js';
 import { DEFAULT_MAX_BATCH_TOKENS, FULL_LOGITS_BUDGET_BYTES, presentOutputNames, scoreSequences, totalTokens, type ActionAttention, type ModelDims, type ScoreResult, type ScoreSequence } from './scorer.js';
-import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
+import type { ProxyTokenizer } from './tokenizer.js';
 import { longestTokenChars } from './bounded-text.js';
 
 export type { ActionLayout, ContextLayout, TruncationReport } from './call-encoding.js';

@@ -341,6 +341,16 @@ async function openManifest(
   return { manifest, get, getLocal, getStreamed };
 }
 
+/**
+ * What names a model's tokenizer by content: the pinned hashes of the files it is built from (tokenizer.json,
+ * tokenizer_config.json and a chat_template.jinja beside them), or null when the manifest does not pin them all.
+ */
+export function tokenizerKey(manifest: ModelManifest): string | null {
+  const hashes = ['tokenizer.json', 'tokenizer_config.json'].map((path) => manifest.files[path]?.sha256);
+  if (hashes.some((h) => typeof h !== 'string' || h === '')) return null;
+  return [...hashes, manifest.files[CHAT_TEMPLATE_FILE]?.sha256 ?? 'no-template'].join(':');
+}
+
 async function readTokenizerFiles(manifest: ModelManifest, get: (path: string) => Promise<Uint8Array>, read: FileReader): Promise<TokenizerModelFiles> {
   // onnxruntime-genai's builder writes genai_config.json and no config.json: the dims then come from it.
   const genaiOnly = !manifest.files['config.json'] && manifest.files[GENAI_CONFIG_FILE] !== undefined;

@@ -8,9 +8,9 @@ import { buildContext } from '../core/context.js';
 import { resolveOptions } from '../core/options.js';
 import type { GuardInput } from '../core/types.js';
 import { familyOf, type FamilyRendering } from './family-templates.js';
-import type { ModelFiles } from './model-files.js';
+import { tokenizerKey, type ModelFiles } from './model-files.js';
 import { probeTemplate } from './template-format.js';
-import { createProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
+import { sharedProxyTokenizer, type ProxyTokenizer } from './tokenizer.js';
 
 /** How guard calls are rendered for a model: EdgeArmor's chat format, or the model's own chat template. */
 export type ChatFormat = 'edgearmor' | 'template';
@@ -88,12 +88,13 @@ export function renderingFor(own: ProxyTokenizer): { tokenizer: ProxyTokenizer; 
  * template when given (a template that cannot render a one-message conversation is refused), else
  * {@link renderingFor}'s choice.
  */
-export function proxyTokenizerFor(files: Pick<ModelFiles, 'tokenizerJson' | 'tokenizerConfig'>, chatTemplate?: string): { tokenizer: ProxyTokenizer; format: ChatFormat; rendering: Rendering } {
-  if (chatTemplate === undefined) return renderingFor(createProxyTokenizer(files));
-  if (typeof chatTemplate !== 'string' || chatTemplate.trim() === '') {
+export function proxyTokenizerFor(files: Pick<ModelFiles, 'tokenizerJson' | 'tokenizerConfig' | 'manifest'>, chatTemplate?: string): { tokenizer: ProxyTokenizer; format: ChatFormat; rendering: Rendering } {
+  if (chatTemplate !== undefined && (typeof chatTemplate !== 'string' || chatTemplate.trim() === '')) {
     throw new InvalidOptionsError(`Invalid option chatTemplate: received ${JSON.stringify(chatTemplate)}; allowed: a Jinja chat template string.`, { option: 'chatTemplate' });
   }
-  const tokenizer = createProxyTokenizer(files).withChatTemplate(chatTemplate);
+  const own = sharedProxyTokenizer(files, tokenizerKey(files.manifest));
+  if (chatTemplate === undefined) return renderingFor(own);
+  const tokenizer = own.withChatTemplate(chatTemplate);
   try {
     tokenizer.renderChatTemplate([{ role: 'user', content: 'Hello.' }], undefined, true);
   } catch (e) {

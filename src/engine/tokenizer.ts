@@ -137,6 +137,29 @@ export function createProxyTokenizer(files: TokenizerFiles): ProxyTokenizer {
   return withConfig(files.tokenizerConfig);
 }
 
+/** Tokenizers built in this process, by the content of their files, for as long as some engine holds one. */
+const built = new Map<string, WeakRef<ProxyTokenizer>>();
+const forget = new FinalizationRegistry<string>((key) => {
+  if (built.get(key)?.deref() === undefined) built.delete(key);
+});
+
+/**
+ * {@link createProxyTokenizer}, built once per process for files of the same content while any engine still
+ * holds it: a 262k-vocabulary tokenizer takes seconds to build (twice over: the plain-text instance beside the
+ * full one), and a host that loads the same model again (a second guard, calibration's and adaptation's base and
+ * candidate, a scoring server beside its clients) would pay that each time. `key` names the files' contents (their
+ * pinned hashes); without one the tokenizer is built anew. Sharing is safe: a tokenizer holds no per-call state.
+ */
+export function sharedProxyTokenizer(files: TokenizerFiles, key: string | null): ProxyTokenizer {
+  if (key === null) return createProxyTokenizer(files);
+  const held = built.get(key)?.deref();
+  if (held !== undefined) return held;
+  const tokenizer = createProxyTokenizer(files);
+  built.set(key, new WeakRef(tokenizer));
+  forget.register(tokenizer, key);
+  return tokenizer;
+}
+
 /** A chat_template field's text: the string, or every named template's joined. */
 function templateText(template: unknown): string {
   if (typeof template === 'string') return template;
