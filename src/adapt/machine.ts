@@ -10,7 +10,11 @@ import { pythonEnv } from './python.js';
 /** The measurement: fp32 GFLOP/s of a 512 x 512 matrix multiply at adapt's thread count, and torch's BLAS. */
 export interface TorchSpeed {
   matmulGflops: number;
-  /** torch's BLAS as `torch.__config__.show()` names it (`open`, `mkl`...), or 'unknown'. */
+  /**
+   * The BLAS torch multiplied with: the library loaded into the process where the platform says (`openblas`,
+   * `mkl`, `blis`, `reference`...: Debian's torch is built against the generic `libblas.so.3` that its alternatives
+   * point at OpenBLAS or the reference BLAS), else what `torch.__config__.show()` names, else 'unknown'.
+   */
   blas: string;
   threads: number;
 }
@@ -30,8 +34,17 @@ n, t = 0, time.perf_counter()
 while time.perf_counter() - t < 0.5:
     a @ b; n += 1
 dt = time.perf_counter() - t
+def loaded():
+    try:
+        paths = {l.split()[-1] for l in open("/proc/self/maps") if "/" in l}
+    except OSError:
+        return None
+    for name, mark in (("mkl", "libmkl"), ("openblas", "openblas"), ("blis", "blis"), ("atlas", "atlas"), ("reference", "/blas/libblas")):
+        if any(mark in p for p in paths):
+            return name
+    return None
 m = re.search(r"BLAS_INFO=(\\w+)", torch.__config__.show())
-print(json.dumps({"gflops": 2 * 512 ** 3 * n / dt / 1e9, "blas": m.group(1) if m else "unknown"}))
+print(json.dumps({"gflops": 2 * 512 ** 3 * n / dt / 1e9, "blas": loaded() or (m.group(1) if m else "unknown")}))
 `;
 
 /** Measures torch's matrix multiply with the environment adapt trains in (half a second). */

@@ -146,7 +146,7 @@ const forget = new FinalizationRegistry<string>((key) => {
 /**
  * {@link createProxyTokenizer}, built once per process for files of the same content while any engine still
  * holds it: a 262k-vocabulary tokenizer takes seconds to build (twice over: the plain-text instance beside the
- * full one), and a host that loads the same model again (a second guard, calibration's and adaptation's base and
+ * full one), and a host that loads the same model again (a second guard, adaptation's base and
  * candidate, a scoring server beside its clients) would pay that each time. `key` names the files' contents (their
  * pinned hashes); without one the tokenizer is built anew. Sharing is safe: a tokenizer holds no per-call state.
  */

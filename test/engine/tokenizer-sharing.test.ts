@@ -2,7 +2,7 @@
  * A tokenizer is built once per process for files of the same content: engines loaded from the same model (or
  * a copy of it) share one, and a model whose tokenizer files differ gets its own. Building one of a real
  * family's vocabulary takes seconds, and hosts load the same model more than once (a second guard,
- * calibration's and adaptation's base and candidate, a scoring server beside its clients).
+ * adaptation's base and candidate, a scoring server beside its clients).
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

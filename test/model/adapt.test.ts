@@ -17,6 +17,8 @@ import { iterateCases } from '../../src/scenarios/index.js';
 import { requirement } from '../requirements.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** Where Debian's libopenblas0-openmp puts its BLAS (.ci/run installs it with torch). */
+const DEBIAN_OPENBLAS = '/usr/lib/x86_64-linux-gnu/openblas-openmp';
 const hasTorch = requirement(
   spawnSync('/usr/bin/python3', ['-c', 'import torch, onnx, numpy, regex'], { stdio: 'ignore' }).status === 0,
   '/usr/bin/python3 with torch, onnx, numpy and regex (.ci/run installs python3-torch, python3-onnx, python3-numpy and python3-regex)',
@@ -101,6 +103,10 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     const machine = events.find((e) => e.stage === 'machine');
     expect(machine).toMatchObject({ stage: 'machine', matmulGflops: report.machine.matmulGflops, blas: report.machine.blas });
     expect(report.machine.matmulGflops).toBeGreaterThan(0);
+    // The BLAS named is the library torch multiplied with: Debian's torch is built against the generic libblas,
+    // which the alternatives (and adapt's library path) point at OpenBLAS where it is installed.
+    if (existsSync(join(DEBIAN_OPENBLAS, 'libblas.so.3'))) expect(report.machine.blas).toBe('openblas');
+    expect(report.machine.blas).not.toMatch(/^(generic|unknown)$/);
     // The table's step count comes from the training log.
     expect(report.training['steps_done']).toBeGreaterThan(0);
     expect(reportTable(report, out)).toMatch(new RegExp(`training: [\\d.]+ min, ${String(report.training['steps_done'])} steps, `));
