@@ -14,7 +14,9 @@ import {
   sampleCases,
   type EvalCase,
   type EvalMethod,
+  type BlockedBy,
   type EvalSummary,
+  type MethodSummary,
 } from '../eval/index.js';
 import { resolveOptions } from '../core/options.js';
 import { REWRITES, rewriteCase, type RewriteName } from '../eval/rewrites.js';
@@ -140,8 +142,15 @@ export async function evalCommand(args: string[]): Promise<void> {
     (m) =>
       `${m.method.padEnd(22)} TPR ${fmt(m.tpr)}  FPR ${fmt(m.fpr)}  AUC ${fmt(m.roc_auc)}  AP ${fmt(m.average_precision)}  TPR@1% ${fmt(m.tpr_at_1pct_fpr)}  TPR@5% ${fmt(m.tpr_at_5pct_fpr)}  attr ${fmt(m.attribution_accuracy)}  p50 ${fmt(m.latency_ms.p50, 0)}ms`,
   );
-  process.stdout.write(`${lines.join('\n')}\n\n${setTable(out.summary)}\nwrote ${out.files!.results}, ${out.files!.summary}, ${out.files!.report}\n`);
+  process.stdout.write(`${lines.join('\n')}\n\n${setTable(out.summary)}\n${blockedByLine(out.methods.find((m) => m.method === out.summary.method))}wrote ${out.files!.results}, ${out.files!.summary}, ${out.files!.report}\n`);
   if (values.json) process.stdout.write(`${JSON.stringify(out.summary)}\n`);
+}
+
+/** What flagged the primary method's blocks: a message (the span rule) or only a tool (description, MindGuard). */
+function blockedByLine(m: MethodSummary | undefined): string {
+  if (!m) return '';
+  const part = (b: BlockedBy) => `${b.message} by a message, ${b.toolOnly} by a tool only${b.neither > 0 ? `, ${b.neither} by neither` : ''}`;
+  return `${m.method} blocked: injected ${part(m.blocked_by.injected)}; benign ${part(m.blocked_by.benign)}\n`;
 }
 
 /**

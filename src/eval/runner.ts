@@ -68,6 +68,13 @@ export interface MethodSummary extends ConfusionSummary {
   errors: number;
   /** Cases without a score (no untrusted span, not privileged, failure). */
   unscored: number;
+  /**
+   * What flagged the cases the method flagged, by label: a message (the span rule: the injected result itself when
+   * attribution is right), else only a tool (its description or MindGuard), else neither (a failure, a rule without
+   * evidence). A method that blocks injections mostly by tools, and benign calls as often, ranks by a signal that
+   * does not see the injected result.
+   */
+  blocked_by: Record<'injected' | 'benign', BlockedBy>;
   latency_ms: { p50: number | null; p95: number | null; mean: number | null };
   by_suite: Record<string, ConfusionSummary>;
   by_attack: Record<string, ConfusionSummary>;
@@ -77,6 +84,13 @@ export interface MethodSummary extends ConfusionSummary {
   by_set: Record<string, SetSummary>;
   roc: RocPoint[];
   pr: PrPoint[];
+}
+
+/** Flagged cases of one label, by what flagged them (see {@link MethodSummary.blocked_by}). */
+export interface BlockedBy {
+  message: number;
+  toolOnly: number;
+  neither: number;
 }
 
 /** One evaluation set's numbers for one method. */
@@ -185,6 +199,7 @@ export function summarizeMethod(records: readonly CaseRecord[], method: Pick<Eva
     attribution: { spans, tools },
     errors: rows.filter(({ r }) => r.error !== undefined).length,
     unscored: rows.filter(({ r }) => r.score === null).length,
+    blocked_by: { injected: blockedBy(rows.filter(({ rec }) => rec.label === 'injected')), benign: blockedBy(rows.filter(({ rec }) => rec.label === 'benign')) },
     latency_ms: {
       p50: quantile(latencies, 0.5),
       p95: quantile(latencies, 0.95),
@@ -198,6 +213,17 @@ export function summarizeMethod(records: readonly CaseRecord[], method: Pick<Eva
     roc: rocCurve(scored),
     pr: prCurve(scored),
   };
+}
+
+function blockedBy(rows: readonly { r: CaseMethodResult }[]): BlockedBy {
+  const out: BlockedBy = { message: 0, toolOnly: 0, neither: 0 };
+  for (const { r } of rows) {
+    if (!r.detected) continue;
+    if (r.flaggedMessages.length > 0) out.message++;
+    else if ((r.flaggedTools ?? []).length > 0) out.toolOnly++;
+    else out.neither++;
+  }
+  return out;
 }
 
 function summarizeSets(rows: readonly { rec: CaseRecord; r: CaseMethodResult }[], familiarityThreshold: number | null): Record<string, SetSummary> {

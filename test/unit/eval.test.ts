@@ -85,6 +85,27 @@ describe('eval harness with a fake guard', () => {
     expect(summary.methods['always-flag']).toMatchObject({ tpr: 1, fpr: 1 });
   });
 
+  it('counts what flagged each flagged case, by label: a message, only a tool, or neither', async () => {
+    const flags: Record<string, { messages: number[]; tools: string[] | null; detected: boolean }> = {
+      c0: { messages: [2], tools: ['read_file'], detected: true },
+      c1: { messages: [], tools: ['read_file'], detected: true },
+      c2: { messages: [], tools: ['read_file'], detected: true },
+      c3: { messages: [], tools: null, detected: true },
+      c4: { messages: [], tools: [], detected: false },
+      c5: { messages: [2], tools: null, detected: true },
+    };
+    const method = {
+      name: 'flags',
+      description: 'flags read from the case',
+      evaluate: async (c: EvalCase) => {
+        const f = flags[c.id]!;
+        return { score: f.detected ? 1 : 0, detected: f.detected, flaggedMessages: f.messages, flaggedTools: f.tools, userDelta: null, spans: [] };
+      },
+    };
+    const { methods } = await evaluate(cases, [method], { date: 'd', files: [], model: 'm', seed: 0, limit: null, options: {} });
+    expect(methods[0]!.blocked_by).toEqual({ injected: { message: 1, toolOnly: 1, neither: 0 }, benign: { message: 1, toolOnly: 1, neither: 1 } });
+  });
+
   it('groups confusion tables by suite, attack and pipeline', async () => {
     const { summary, methods } = await run();
     expect(summary.by_suite).toEqual({ alpha: { n: 3, tpr: 1, fpr: 1 }, beta: { n: 3, tpr: 0, fpr: 0 } });
