@@ -72,6 +72,15 @@ function confusionTable(title: string, rows: Record<string, ConfusionSummary>): 
   return `<h3>${escapeHtml(title)}</h3><table><tr><th></th><th>n</th><th>TP</th><th>FN</th><th>FP</th><th>TN</th><th>TPR</th><th>FPR</th></tr>${body}</table>`;
 }
 
+/** What flagged the method's blocks, by label: a message (the span rule) or only a tool (description, MindGuard). */
+function blockedByTable(m: MethodSummary): string {
+  const row = (label: 'injected' | 'benign') => {
+    const b = m.blocked_by[label];
+    return `<tr><td>${label}</td><td>${b.message}</td><td>${b.toolOnly}</td><td>${b.neither}</td></tr>`;
+  };
+  return `<h3>What flagged the blocks</h3><table><tr><th></th><th>a message</th><th>only a tool</th><th>neither</th></tr>${row('injected')}${row('benign')}</table>`;
+}
+
 function mistakes(records: readonly CaseRecord[], method: string): string {
   const { falsePositives, falseNegatives } = topMistakes(records, method, 10);
   const row = (rec: CaseRecord) => {
@@ -93,7 +102,7 @@ export function renderHtmlReport(summary: EvalSummary, methods: readonly MethodS
   const pr = curveSvg('Precision-recall', 'recall', 'precision', methods.map((m) => ({ name: m.method, points: m.pr.map((p): [number, number] => [p.recall, p.precision]) })), false);
   const scoredMethods = methods.filter((m) => m.method !== 'never-flag' && m.method !== 'always-flag');
   const perMethod = scoredMethods
-    .map((m) => `<section><h2>${escapeHtml(m.method)}</h2>${confusionTable('Per suite', m.by_suite)}${confusionTable('Per attack', m.by_attack)}${confusionTable('Per agent pipeline', m.by_pipeline)}${confusionTable('Per case kind', m.by_kind)}${mistakes(records, m.method)}</section>`)
+    .map((m) => `<section><h2>${escapeHtml(m.method)}</h2>${confusionTable('Per suite', m.by_suite)}${confusionTable('Per attack', m.by_attack)}${confusionTable('Per agent pipeline', m.by_pipeline)}${confusionTable('Per case kind', m.by_kind)}${blockedByTable(m)}${mistakes(records, m.method)}</section>`)
     .join('');
   const run = summary.run;
   return `<!doctype html>

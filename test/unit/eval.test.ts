@@ -164,6 +164,8 @@ describe('eval harness with a fake guard', () => {
     expect(html).not.toMatch(/(src|href)\s*=\s*["']?\s*(https?:)?\/\//i);
     expect(html).not.toMatch(/<script|<link/i);
     expect(html).toContain('Most confident false positives');
+    // The fake guard flags the injected result itself: every block is by a message.
+    expect(html).toContain('<h3>What flagged the blocks</h3><table><tr><th></th><th>a message</th><th>only a tool</th><th>neither</th></tr><tr><td>injected</td><td>2</td><td>0</td><td>0</td></tr><tr><td>benign</td><td>1</td><td>0</td><td>0</td></tr></table>');
     expect(JSON.parse(readFileSync(files!.summary, 'utf8'))).toEqual(JSON.parse(JSON.stringify(summary)));
     const results = JSON.parse(readFileSync(files!.results, 'utf8')) as { cases: unknown[] };
     expect(results.cases).toHaveLength(6);
