@@ -27,7 +27,7 @@ import type { ConductorGuard } from '../core/conductor.js';
 import { resolveOptions } from '../core/options.js';
 import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
 import { iterateCases } from '../scenarios/index.js';
-import { HOLDOUT_TIME_SHARE, holdoutPlan, measureCheckSeconds, scoreByConversation, type ScoredCase } from './holdout.js';
+import { HOLDOUT_TIME_SHARE, holdoutPlan, measureCheckSeconds, scoreByConversation, scoringPlan, type ScoredCase } from './holdout.js';
 import { measureTorch, slowTorchAdvice } from './machine.js';
 import { conversationRecord, jsonl, plantArgs, plantCases, readPlantableTraffic } from './planting.js';
 import { findPython, runPython } from './python.js';
@@ -41,8 +41,6 @@ export type { AdaptOptions, AdaptProgress, AdaptReport, ScreenedCall } from './t
 
 const minutesSince = (t: number): number => (Date.now() - t) / 60000;
 
-/** Screening's share of the budget when `training.screenMinutes` does not set it. */
-export const SCREEN_SHARE = 0.2;
 /** Held-out conversations: enough for the planted real calls, at least this many ... */
 const MIN_HOLDOUT_CONVERSATIONS = 10;
 /** ... and at most this share of the conversations with calls (and 150). */
@@ -148,7 +146,9 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     //    model, in the stratified order; unscreened conversations are not used. A call blocked at the screening
     //    point is never a user-driven example, and its conversation is language-modelling data only up to it.
     const screenStart = Date.now();
-    const screenBudget = options.training?.screenMinutes ?? budget * SCREEN_SHARE;
+    const probeMinutes = (2 * generatorProbe.length * secondsPerCheck) / 60;
+    const scoring = scoringPlan(budget, baseHoldoutMinutes, probeMinutes);
+    const screenBudget = options.training?.screenMinutes ?? scoring.screen;
     const blockedCalls: ScreenedCall[] = [];
     const excluded = new Map<Conversation, Array<[number, number]>>();
     const used: Conversation[] = [];
@@ -180,7 +180,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     //    what is left less the adapted guard's held-out scoring (timed as the base's was) and writing the model.
     const screened = new Set(used);
     writeTrain(excluded, new Set(train.filter((c) => !screened.has(c))));
-    const adaptedEstimate = 1.2 * baseHoldoutMinutes + (2 * generatorProbe.length * secondsPerCheck) / 60;
+    const adaptedEstimate = 1.2 * baseHoldoutMinutes + probeMinutes;
     const pythonMinutes = left() - adaptedEstimate - WRITE_RESERVE_MINUTES;
     if (pythonMinutes < 0.05) {
       throw new InvalidOptionsError(
@@ -200,11 +200,12 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     // 5. The adapted guard scores the cases the base scored, up to the budget's end less writing; the base and the
     //    adapted model are compared on the cases both scored. Both check a probe of generated cases (forgetting).
     const adaptedStart = Date.now();
-    const deadline = start + (budget - WRITE_RESERVE_MINUTES) * 60000;
+    // Its end: the budget's less writing, or sooner where the scoring third ends.
+    const scoringEnd = adaptedStart + scoring.adaptedAndProbe(screenMinutes) * 60000;
+    const deadline = Math.min(start + (budget - WRITE_RESERVE_MINUTES) * 60000, scoringEnd);
     const candidateDir = join(work, 'candidate');
     adapted = createNodeGuard({ modelDir: candidateDir });
-    const probeMs = 2 * generatorProbe.length * secondsPerCheck * 1000;
-    const adaptedScored = await scoreByConversation(adapted, baseScored.map((x) => x.c), baseOptions, tick, options.signal, deadline - probeMs);
+    const adaptedScored = await scoreByConversation(adapted, baseScored.map((x) => x.c), baseOptions, tick, options.signal, deadline - probeMinutes * 60000);
     const holdoutAdaptedMinutes = minutesSince(adaptedStart);
     const generator = await probeRates(base, adapted, generatorProbe, tick, deadline);
     const scoreMinutes = baseHoldoutMinutes + minutesSince(adaptedStart);

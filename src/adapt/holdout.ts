@@ -123,6 +123,34 @@ export const MIN_HOLDOUT_CASES = 60;
 /** Share of the budget each guard's held-out scoring may take at the measured time a check. */
 export const HOLDOUT_TIME_SHARE = 0.08;
 
+/** Screening's share of the budget, at most ... */
+export const SCREEN_SHARE = 0.2;
+
+/** ... and what screening, both held-out passes and the generator probe take together, at most: the rest is training's. */
+export const SCORING_SHARE = 1 / 3;
+
+/** Minutes of the scoring third, once the base's held-out pass is measured. */
+export interface ScoringPlan {
+  /** Screening's: what the third leaves after the base's pass, the adapted model's (as long again) and the probe, at most {@link SCREEN_SHARE}. */
+  screen: number;
+  /** The adapted model's held-out pass and the probe, from the end of screening to the end of the third. */
+  adaptedAndProbe: (screenMinutes: number) => number;
+}
+
+/**
+ * How the scoring third is spent: the base's held-out pass comes first (bounded by its own share), screening
+ * gets what the third leaves after it, an adapted pass as long as the base's and the generator probe, and the
+ * adapted pass ends where the third does (it scores the same cases with a model of the same size; a pass cut
+ * short compares the cases both scored).
+ */
+export function scoringPlan(budgetMinutes: number, baseHoldoutMinutes: number, probeMinutes: number): ScoringPlan {
+  const third = budgetMinutes * SCORING_SHARE;
+  return {
+    screen: Math.max(0, Math.min(budgetMinutes * SCREEN_SHARE, third - 2 * baseHoldoutMinutes - probeMinutes)),
+    adaptedAndProbe: (screenMinutes) => Math.max(0, third - baseHoldoutMinutes - screenMinutes),
+  };
+}
+
 /** The held-out cases to plant, why that many, and the precision of the benign blocks they give. */
 export interface HoldoutPlan {
   cases: number;

@@ -45,7 +45,7 @@ export interface AdaptOptions {
   /**
    * Training shape, for small models and tests: sequence length, batch tokens, held-out cases, generator
    * cases, `trainMinutes`, a training time shorter than what the budget leaves (never longer), `screenMinutes`, the
-   * screening's time instead of 20% of the budget, and `probeCases`, the generator test cases both guards
+   * screening's time instead of what the scoring third leaves it (at most 20% of the budget), and `probeCases`, the generator test cases both guards
    * check for forgetting (30).
    */
   training?: { maxLen?: number; batchTokens?: number; holdoutCases?: number; generatorCases?: number; trainMinutes?: number; screenMinutes?: number; probeCases?: number };

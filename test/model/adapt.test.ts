@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { adapt, type AdaptProgress } from '../../src/adapt/adapt.js';
+import { SCORING_SHARE } from '../../src/adapt/holdout.js';
 import { reportTable } from '../../src/cli/adapt.js';
 import { createNodeGuard, buildManifest } from '../../src/node.js';
 import { iterateCases } from '../../src/scenarios/index.js';
@@ -46,7 +47,8 @@ const ADAPT_TEST_TIMEOUT_MS = 180_000;
 function traffic(n: number): { path: string; texts: string[] } {
   const lines: string[] = [];
   const texts: string[] = [];
-  for (const c of iterateCases({ split: 'validation', seed: 5, n: 1200 })) {
+  // About one generated case in 17 is such a conversation.
+  for (const c of iterateCases({ split: 'validation', seed: 5, n: Math.max(1200, 20 * n) })) {
     if (c.label !== 'benign' || c.kind !== 'benign' || !c.messages.some((m) => m.role === 'tool')) continue;
     const messages = [...c.messages, { role: 'assistant', content: '', tool_calls: [{ name: c.action.name, arguments: c.action.arguments }] }];
     texts.push(...c.messages.filter((m) => m.role === 'user').map((m) => m.content));
@@ -174,7 +176,8 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
 
   it('keeps a one-minute budget on its own, every stage stopped in time, and says where each minute went', async () => {
     const base = await tinyBase();
-    const { path } = traffic(56);
+    // More traffic than screening can reach in its minutes, as a user's is: the scoring third must hold.
+    const { path } = traffic(300);
     const out = join(work, 'budget');
     const budget = 1;
     const report = await adapt({
@@ -195,6 +198,10 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     expect(parts).toBeLessThanOrEqual(m.total + 1e-9);
     expect(m.total - parts).toBeLessThan(0.1 * budget);
     expect(m.score).toBeGreaterThanOrEqual(m.holdoutBase + m.holdoutAdapted - 1e-9);
+    // Screening, both held-out passes and the generator probe: a third of the budget, the rest is training's,
+    // though screening had conversations left.
+    expect(report.traffic.unscreenedConversations).toBeGreaterThan(0);
+    expect(m.screen + m.score, JSON.stringify(m)).toBeLessThanOrEqual(budget * SCORING_SHARE + BUDGET_SLACK_MINUTES);
     // Planted for the operating point's precision (3%: 130 benign, 200 cases) or fewer where the time says so.
     expect(report.holdout.plan.benignNeeded).toBe(130);
     expect(report.holdout.cases).toBeLessThanOrEqual(200);

@@ -1,6 +1,6 @@
 /** How many held-out cases `edgearmor adapt` plants: sized by the time a check of the user's own calls takes (src/adapt/holdout.ts). */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { holdoutPlan, measureCheckSeconds } from '../../src/adapt/holdout.js';
+import { holdoutPlan, measureCheckSeconds, SCORING_SHARE, scoringPlan } from '../../src/adapt/holdout.js';
 import type { Guard } from '../../src/core/guard-api.js';
 import type { GuardInput } from '../../src/core/types.js';
 
@@ -45,5 +45,22 @@ describe('held-out cases for adapt', () => {
     expect(await measureCheckSeconds(slowGuard(3, seen), inputs)).toBe(3);
     expect(seen).toEqual(inputs.slice(0, 3));
     expect(await measureCheckSeconds(slowGuard(3, []), [])).toBe(0.5);
+  });
+
+  it('gives screening what the scoring third leaves after both held-out passes and the probe, so the three together take a third', () => {
+    // Slack at 30 minutes (2,349 calls): the base's pass took 2.5 minutes, the probe ~0.5. The third is 10:
+    // screening 10 - 2 x 2.5 - 0.5 = 4.5 (its 20% share would have been 6, which made 10.6 minutes, 35%).
+    const slack = scoringPlan(30, 2.5, 0.5);
+    expect(slack.screen).toBeCloseTo(4.5, 9);
+    expect(2.5 + slack.screen + slack.adaptedAndProbe(slack.screen)).toBeCloseTo(30 * SCORING_SHARE, 9);
+    // Banking at 30 minutes: a 3.9-minute base pass leaves screening 1.7 (it took 4.8, and the three 12.0, 40%).
+    expect(scoringPlan(30, 3.9, 0.5).screen).toBeCloseTo(1.7, 9);
+    // A quick base pass leaves screening its 20% share, and no more: the rest is training's.
+    expect(scoringPlan(60, 1, 0.5).screen).toBe(12);
+    // A screening that ran over its minutes (one conversation in flight) shortens the adapted pass, never the budget.
+    expect(scoringPlan(30, 2.5, 0.5).adaptedAndProbe(5.5)).toBeCloseTo(2, 9);
+    // A base pass that took the third leaves nothing to screen, not a negative time.
+    expect(scoringPlan(10, 2, 0.5).screen).toBe(0);
+    expect(scoringPlan(10, 4, 0.5).adaptedAndProbe(0)).toBe(0);
   });
 });
