@@ -207,7 +207,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     adapted = createNodeGuard({ modelDir: candidateDir });
     const adaptedScored = await scoreByConversation(adapted, baseScored.map((x) => x.c), baseOptions, tick, options.signal, deadline - probeMinutes * 60000);
     const holdoutAdaptedMinutes = minutesSince(adaptedStart);
-    const generator = await probeRates(base, adapted, generatorProbe, tick, deadline);
+    // A probe case is a check with each guard: none starts that would end past the deadline.
+    const generator = await probeRates(base, adapted, generatorProbe, tick, deadline - 2 * secondsPerCheck * 1000);
     const scoreMinutes = baseHoldoutMinutes + minutesSince(adaptedStart);
     const reached = new Set(adaptedScored.map((x) => x.c));
     const basePaired: ScoredCase[] = baseScored.filter((x) => reached.has(x.c));
