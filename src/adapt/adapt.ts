@@ -17,7 +17,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseGuardInput } from '../core/adapters.js';
-import { worseThanBase } from '../core/adapt-refusal.js';
+import { tooFewHeldOut, worseThanBase } from '../core/adapt-refusal.js';
 import { blockedAt, chooseOperatingPoint, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, pointOptions, thresholdsOf, type OperatingThresholds } from '../core/calibration.js';
 import { InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { countFamiliarity, emptyFamiliarity } from '../core/familiarity.js';
@@ -27,7 +27,7 @@ import type { ConductorGuard } from '../core/conductor.js';
 import { resolveOptions } from '../core/options.js';
 import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
 import { iterateCases } from '../scenarios/index.js';
-import { HOLDOUT_TIME_SHARE, holdoutPlan, measureCheckSeconds, scoreByConversation, scoringPlan, type ScoredCase } from './holdout.js';
+import { HOLDOUT_TIME_SHARE, holdoutPlan, inputSize, measureCheckSeconds, MIN_HOLDOUT_CASES, Pace, scoreByConversation, scoringPlan, type ScoredCase } from './holdout.js';
 import { measureTorch, slowTorchAdvice } from './machine.js';
 import { conversationRecord, jsonl, plantArgs, plantCases, readPlantableTraffic } from './planting.js';
 import { findPython, runPython } from './python.js';
@@ -154,13 +154,18 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     const used: Conversation[] = [];
     let checks = 0;
     const totalSites = train.reduce((n, c) => n + sitesOf.get(c)!.length, 0);
+    const screenEnd = screenStart + screenBudget * 60000;
+    const pace = new Pace();
     for (const conversation of train) {
       if (options.screen === 'off') {
         used.push(conversation);
         continue;
       }
-      if (minutesSince(screenStart) > screenBudget || options.signal?.aborted) break;
+      if (Date.now() > screenEnd || options.signal?.aborted) break;
       const sites = sitesOf.get(conversation)!;
+      // A conversation that would run past screening's end at the pace so far is left unscreened; a shorter one after it may fit.
+      const size = sites.reduce((n, site) => n + inputSize(site.input), 0);
+      if (!pace.fits(size, screenEnd)) continue;
       const verdicts = await base.checkMany(sites.map((site) => site.input), options.signal ? { signal: options.signal } : {});
       sites.forEach((site, i) => {
         const verdict = verdicts[i]!;
@@ -172,6 +177,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
         }
       });
       used.push(conversation);
+      pace.done(size);
     }
     options.signal?.throwIfAborted();
     const screenMinutes = minutesSince(screenStart);
@@ -228,7 +234,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
       byAttackerValue[source] = { base: at(basePaired, baseCompared), adapted: at(adaptedScored, adaptedPoint), n: idx.length };
     }
 
-    const refusal = worseThanBase(baseCompared, adaptedPoint);
+    const refusal = tooFewHeldOut(basePaired.length, cases.length, MIN_HOLDOUT_CASES) ?? worseThanBase(baseCompared, adaptedPoint);
     const report: AdaptReport = {
       schema: 1,
       created: new Date().toISOString(),

@@ -27,6 +27,12 @@ export function adaptAdvice(r: AdaptReport): string[] {
   const t = r.traffic;
   const steps = Number(r.training['steps_done'] ?? 0);
   const tries: string[] = [];
+  const h = r.holdout;
+  if (h.scored.adapted < h.cases) {
+    tries.push(
+      `held-out scoring reached ${h.scored.adapted} of ${h.cases} planted cases in ${(r.minutes.holdoutBase + r.minutes.holdoutAdapted).toFixed(1)} minutes (the two passes, at ~${h.plan.secondsPerCheck.toFixed(1)} s a check of your calls, more for a planted one): give more --minutes`,
+    );
+  }
   if (t.unscreenedConversations > 0) {
     tries.push(
       `screening reached ${t.usedConversations} of ${t.trainConversations} training conversations in ${r.minutes.screen.toFixed(1)} minutes: give more --minutes, or --screen off for traffic you know holds no attack`,

@@ -79,12 +79,36 @@ export async function scoreAll(
 }
 
 /**
+ * A pass's pace: what its work has cost so far, per unit (an input's characters), so that a piece of work is
+ * started only where, at that pace, it ends by the deadline. One long conversation (a banking one of 22 planted
+ * cases took more than a minute) otherwise runs a pass that far past its deadline.
+ */
+export class Pace {
+  private units = 0;
+  private readonly start = Date.now();
+
+  /** Whether `units` more, at the pace so far, end by `deadlineMs`; before any work, whether the deadline is still ahead. */
+  fits(units: number, deadlineMs: number): boolean {
+    const now = Date.now();
+    if (now > deadlineMs) return false;
+    return this.units === 0 || now + ((now - this.start) / this.units) * units <= deadlineMs;
+  }
+
+  done(units: number): void {
+    this.units += units;
+  }
+}
+
+/** The size of a check's input, in the units a {@link Pace} counts: its JSON's characters. */
+export const inputSize = (input: unknown): number => JSON.stringify(input).length;
+
+/**
  * {@link scoreAll} a conversation at a time: the cases planted into one conversation are checked in one run
  * (`checkMany`), which computes the context they share once, each with the verdict a separate check gives it.
  * Conversations in the order their first case comes; the results in the cases' order; no conversation starts
- * after `deadlineMs`, so a run cut short has scored whole conversations, except that scoring goes on past it
- * until it has both an injected and a benign case (an operating point needs both; the cases are shuffled, so
- * that is a conversation or two).
+ * that would, at the pace so far, end after `deadlineMs` (the pass stops there), so a run cut short has scored
+ * whole conversations, except that scoring goes on until it has both an injected and a benign case (an
+ * operating point needs both; the cases are shuffled, so that is a conversation or two).
  */
 export async function scoreByConversation(
   guard: ConductorGuard,
@@ -98,15 +122,18 @@ export async function scoreByConversation(
   for (const c of cases) groups.set(c.conversation, [...(groups.get(c.conversation) ?? []), c]);
   const scored = new Map<HoldoutCase, ScoredCase>();
   const labels = new Set<string>();
+  const pace = new Pace();
   for (const group of groups.values()) {
     signal?.throwIfAborted();
-    if (Date.now() > deadlineMs && labels.size > 1) break;
+    const size = group.reduce((n, c) => n + inputSize(c.input), 0);
+    if (labels.size > 1 && !pace.fits(size, deadlineMs)) break;
     for (const c of group) labels.add(c.label);
     const verdicts = await guard.checkMany(group.map((c) => c.input), signal ? { signal } : {});
     group.forEach((c, i) => {
       scored.set(c, scoredCase(c, verdicts[i]!, options));
       onTick();
     });
+    pace.done(size);
   }
   return cases.flatMap((c) => (scored.has(c) ? [scored.get(c)!] : []));
 }

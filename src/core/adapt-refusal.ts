@@ -15,3 +15,14 @@ export function worseThanBase(base: OperatingPoint, adapted: OperatingPoint): st
   if (adapted.realFpr > base.realFpr) return `the adapted model blocks more of the held-out real calls than the base (${pct(adapted.realFpr)} against ${pct(base.realFpr)})`;
   return null;
 }
+
+/**
+ * Why the held-out checks an adapted model was compared on are too few to write it, or null: under `least`
+ * (adapt's floor of planted cases) the ranking and the false-alarm rate are noise, and a point chosen on them
+ * can block most of the agent's calls elsewhere (banking at 10 minutes: 42 checks scored, its point blocked 71%
+ * of the benign calls of banking's dev cases).
+ */
+export function tooFewHeldOut(scored: number, planted: number, least: number): string | null {
+  if (scored >= least) return null;
+  return `the held-out check scored ${scored} of its ${planted} cases in its minutes, fewer than the ${least} an operating point needs: its ranking and false-alarm rate would be noise`;
+}

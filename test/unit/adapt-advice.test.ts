@@ -8,13 +8,19 @@ const point = (tpr: number, realFpr: number, rocAuc: number): OperatingPoint =>
   ({ tpr, fpr: realFpr, forcedFpr: 0, realFpr, conversationFpr: realFpr, rocAuc, injected: 40, benign: 60, userWeight: 2, tau: -0.1 }) as OperatingPoint;
 
 /** The parts of a report the advice reads; a run that screened everything and trained plenty on ample traffic by default. */
-function report(over: { refusal?: string | null; unscreened?: number; steps?: number; withToolCalls?: number; gflops?: number } = {}): AdaptReport {
+function report(over: { refusal?: string | null; unscreened?: number; steps?: number; withToolCalls?: number; gflops?: number; heldOutScored?: number } = {}): AdaptReport {
   return {
     refusal: over.refusal === undefined ? null : over.refusal,
     traffic: { file: 'logs/agent.jsonl', withToolCalls: over.withToolCalls ?? 600, trainConversations: 480, usedConversations: 480 - (over.unscreened ?? 0), unscreenedConversations: over.unscreened ?? 0 },
     training: { steps_done: over.steps ?? 400 },
-    holdout: { baseRecalibrated: point(0.5, 0.05, 0.7), adapted: over.refusal ? point(0.45, 0.05, 0.68) : point(0.8, 0.02, 0.9) },
-    minutes: { screen: 9, train: 16.1, score: 3, total: 29, budget: 30 },
+    holdout: {
+      cases: 200,
+      scored: { base: 200, adapted: over.heldOutScored ?? 200 },
+      plan: { secondsPerCheck: 0.355 },
+      baseRecalibrated: point(0.5, 0.05, 0.7),
+      adapted: over.refusal ? point(0.45, 0.05, 0.68) : point(0.8, 0.02, 0.9),
+    },
+    minutes: { screen: 9, train: 16.1, score: 3, holdoutBase: 1.2, holdoutAdapted: 1.3, total: 29, budget: 30 },
     machine: { matmulGflops: over.gflops ?? 40, blas: 'open', threads: 2 },
   } as unknown as AdaptReport;
 }
@@ -37,5 +43,11 @@ describe("adapt's advice", () => {
     const lines = adaptAdvice(report({ refusal: 'worse', steps: FEW_TRAINING_STEPS }));
     expect(lines).toHaveLength(2);
     expect(lines[1]).toMatch(/^ {2}- or keep the base model at a point chosen on your traffic: edgearmor calibrate/);
+  });
+
+  it('says when held-out scoring ran out of minutes before its planted cases, which a point needs', () => {
+    const lines = adaptAdvice(report({ refusal: 'too few', heldOutScored: 42 }));
+    expect(lines).toContain('  - held-out scoring reached 42 of 200 planted cases in 2.5 minutes (the two passes, at ~0.4 s a check of your calls, more for a planted one): give more --minutes');
+    expect(adaptAdvice(report({ refusal: 'worse' })).some((l) => l.includes('held-out scoring reached'))).toBe(false);
   });
 });

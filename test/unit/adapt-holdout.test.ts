@@ -1,6 +1,8 @@
 /** How many held-out cases `edgearmor adapt` plants: sized by the time a check of the user's own calls takes (src/adapt/holdout.ts). */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { holdoutPlan, measureCheckSeconds, SCORING_SHARE, scoringPlan } from '../../src/adapt/holdout.js';
+import { holdoutPlan, measureCheckSeconds, Pace, SCORING_SHARE, scoreByConversation, scoringPlan, type HoldoutCase } from '../../src/adapt/holdout.js';
+import type { ConductorGuard } from '../../src/core/conductor.js';
+import { resolveOptions } from '../../src/core/options.js';
 import type { Guard } from '../../src/core/guard-api.js';
 import type { GuardInput } from '../../src/core/types.js';
 
@@ -62,5 +64,46 @@ describe('held-out cases for adapt', () => {
     // A base pass that took the third leaves nothing to screen, not a negative time.
     expect(scoringPlan(10, 2, 0.5).screen).toBe(0);
     expect(scoringPlan(10, 4, 0.5).adaptedAndProbe(0)).toBe(0);
+  });
+
+  it('paces a pass by what its work cost so far: a piece starts only where it would end by the deadline', () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const pace = new Pace();
+    // Before any work: whether the deadline is still ahead.
+    expect(pace.fits(1e9, Date.now() + 1)).toBe(true);
+    expect(pace.fits(1, Date.now() - 1)).toBe(false);
+    vi.setSystemTime(Date.now() + 10_000);
+    pace.done(100);
+    // 100 ms a unit: 50 more take 5 s.
+    expect(pace.fits(50, Date.now() + 5_000)).toBe(true);
+    expect(pace.fits(51, Date.now() + 5_000)).toBe(false);
+  });
+
+  it('stops a held-out pass before a conversation that would run past its deadline, not after it', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const input: GuardInput = { messages: [{ role: 'user', content: 'q' }], action: { name: 'f', arguments: {} } };
+    const cases: HoldoutCase[] = [
+      ...['a', 'b'].flatMap((conversation) => (['injected', 'benign'] as const).map((label, i) => ({ id: `${conversation}${i}`, conversation, label, kind: label, input }))),
+      // A long conversation last, as banking's 22-case one: 10 cases at a second each.
+      ...Array.from({ length: 10 }, (_, i) => ({ id: `c${i}`, conversation: 'c', label: 'benign' as const, kind: 'benign', input })),
+    ];
+    const checked: number[] = [];
+    const guard = {
+      checkMany: async (inputs: unknown[]) => {
+        checked.push(inputs.length);
+        vi.setSystemTime(Date.now() + 1000 * inputs.length);
+        return inputs.map(() => ({ decision: 'allow', reason: 'failure-policy', attribution: null, toolPoisoning: null }));
+      },
+    } as unknown as ConductorGuard;
+    const deadline = Date.now() + 5_000;
+    const scored = await scoreByConversation(guard, cases, resolveOptions(), () => undefined, undefined, deadline);
+    // a and b end at 4 s; c would take 10 s more at that pace: not started (it would have ended at 14 s).
+    expect(checked).toEqual([2, 2]);
+    expect(scored.map((x) => x.c.id)).toEqual(['a0', 'a1', 'b0', 'b1']);
+    expect(Date.now()).toBeLessThanOrEqual(deadline);
+    // With the time for it, the long conversation is scored whole.
+    checked.length = 0;
+    expect(await scoreByConversation(guard, cases, resolveOptions(), () => undefined, undefined, Date.now() + 20_000)).toHaveLength(14);
+    expect(checked).toEqual([2, 2, 10]);
   });
 });

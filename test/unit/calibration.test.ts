@@ -12,7 +12,7 @@ import {
   type CalibrationEvidence,
   type OperatingThresholds,
 } from '../../src/core/calibration.js';
-import { worseThanBase } from '../../src/core/adapt-refusal.js';
+import { tooFewHeldOut, worseThanBase } from '../../src/core/adapt-refusal.js';
 import { parseModelOptionsFile } from '../../src/core/model-options.js';
 import { resolveOptions } from '../../src/core/options.js';
 import type { Verdict } from '../../src/core/verdict.js';
@@ -230,6 +230,9 @@ describe('calibration replays verdicts at any operating point', () => {
     expect(worseThanBase(point(0.8, 0.1), point(0.8, 0.1))).toBeNull();
     expect(worseThanBase(point(0.8, 0.1), point(0.79, 0.0))).toMatch(/ROC-AUC 0.790 against 0.800/);
     expect(worseThanBase(point(0.8, 0.1), point(0.95, 0.12))).toMatch(/real calls .*12.0% against 10.0%/);
+    // Too few held-out checks to place a point: refused whatever they say, naming how many of how many.
+    expect(tooFewHeldOut(60, 200, 60)).toBeNull();
+    expect(tooFewHeldOut(42, 135, 60)).toBe('the held-out check scored 42 of its 135 cases in its minutes, fewer than the 60 an operating point needs: its ranking and false-alarm rate would be noise');
   });
 });
 
