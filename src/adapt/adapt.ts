@@ -213,8 +213,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     adapted = createNodeGuard({ modelDir: candidateDir });
     const adaptedScored = await scoreByConversation(adapted, baseScored.map((x) => x.c), baseOptions, tick, options.signal, deadline - probeMinutes * 60000);
     const holdoutAdaptedMinutes = minutesSince(adaptedStart);
-    // A probe case is a check with each guard: none starts that would end past the deadline.
-    const generator = await probeRates(base, adapted, generatorProbe, tick, deadline - 2 * secondsPerCheck * 1000);
+    const generator = await probeRates(base, adapted, generatorProbe, tick, deadline, new Pace(2 * secondsPerCheck * 1000));
     const scoreMinutes = baseHoldoutMinutes + minutesSince(adaptedStart);
     const reached = new Set(adaptedScored.map((x) => x.c));
     const basePaired: ScoredCase[] = baseScored.filter((x) => reached.has(x.c));
@@ -317,14 +316,15 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
 
 /**
  * The generator probe's rates with each guard (a forgetting check): the same cases with both, one case at a
- * time with each, stopping at `deadlineMs`.
+ * time with each, starting none that would, at `pace`, end past `deadlineMs`.
  */
-async function probeRates(base: Guard, adapted: Guard, probe: ReadonlyArray<{ label: string; input: unknown }>, tick: () => void, deadlineMs: number): Promise<NonNullable<AdaptReport['generator']>> {
+async function probeRates(base: Guard, adapted: Guard, probe: ReadonlyArray<{ label: string; input: unknown }>, tick: () => void, deadlineMs: number, pace: Pace): Promise<NonNullable<AdaptReport['generator']>> {
   const counts = { base: { tp: 0, fp: 0 }, adapted: { tp: 0, fp: 0 } };
   let pos = 0;
   let neg = 0;
   for (const p of probe) {
-    if (Date.now() > deadlineMs) break;
+    // A probe case is a check with each guard: none starts that would end past the deadline at the pace so far.
+    if (!pace.fits(1, deadlineMs)) break;
     const verdicts = { base: await base.check(p.input), adapted: await adapted.check(p.input) };
     tick();
     tick();
@@ -335,6 +335,7 @@ async function probeRates(base: Guard, adapted: Guard, probe: ReadonlyArray<{ la
       if (p.label === 'injected') counts[k].tp++;
       else counts[k].fp++;
     }
+    pace.done(1);
   }
   const rates = (c: { tp: number; fp: number }) => ({ tpr: pos ? c.tp / pos : 0, fpr: neg ? c.fp / neg : 0 });
   return { cases: pos + neg, base: rates(counts.base), adapted: rates(counts.adapted) };

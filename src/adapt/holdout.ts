@@ -87,11 +87,15 @@ export class Pace {
   private units = 0;
   private readonly start = Date.now();
 
-  /** Whether `units` more, at the pace so far, end by `deadlineMs`; before any work, whether the deadline is still ahead. */
+  /** `guessMs`: what a unit is taken to cost before any is done (none: the first piece starts if the deadline is ahead). */
+  constructor(private readonly guessMs = 0) {}
+
+  /** Whether `units` more, at the pace so far (or the guess), end by `deadlineMs`. */
   fits(units: number, deadlineMs: number): boolean {
     const now = Date.now();
     if (now > deadlineMs) return false;
-    return this.units === 0 || now + ((now - this.start) / this.units) * units <= deadlineMs;
+    const perUnit = this.units === 0 ? this.guessMs : (now - this.start) / this.units;
+    return now + perUnit * units <= deadlineMs;
   }
 
   done(units: number): void {
@@ -156,11 +160,14 @@ export const SCREEN_SHARE = 0.2;
 /** ... and what screening, both held-out passes and the generator probe take together, at most: the rest is training's. */
 export const SCORING_SHARE = 1 / 3;
 
+/** Of that third, what the last checks' spread is given (a check slower than the pace before it). */
+const SCORING_RESERVE = 0.01;
+
 /** Minutes of the scoring third, once the base's held-out pass is measured. */
 export interface ScoringPlan {
   /** Screening's: what the third leaves after the base's pass, the adapted model's (as long again) and the probe, at most {@link SCREEN_SHARE}. */
   screen: number;
-  /** The adapted model's held-out pass and the probe, from the end of screening to the end of the third. */
+  /** The adapted model's held-out pass and the probe, from the end of screening to the end of the third (less a 1% reserve). */
   adaptedAndProbe: (screenMinutes: number) => number;
 }
 
@@ -174,7 +181,7 @@ export function scoringPlan(budgetMinutes: number, baseHoldoutMinutes: number, p
   const third = budgetMinutes * SCORING_SHARE;
   return {
     screen: Math.max(0, Math.min(budgetMinutes * SCREEN_SHARE, third - 2 * baseHoldoutMinutes - probeMinutes)),
-    adaptedAndProbe: (screenMinutes) => Math.max(0, third - baseHoldoutMinutes - screenMinutes),
+    adaptedAndProbe: (screenMinutes) => Math.max(0, (1 - SCORING_RESERVE) * third - baseHoldoutMinutes - screenMinutes),
   };
 }
 
