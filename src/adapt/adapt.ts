@@ -203,10 +203,10 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     }
     const training = JSON.parse(readFileSync(join(work, 'train-log.json'), 'utf8')) as Record<string, unknown>;
 
-    // 5. The adapted guard scores the cases the base scored, up to the budget's end less writing; the base and the
-    //    adapted model are compared on the cases both scored. Both check a probe of generated cases (forgetting).
+    // 5. The adapted guard scores the cases the base scored, up to where the scoring third ends (or the budget's
+    //    end less writing, if sooner); the base and the adapted model are compared on the cases both scored, and
+    //    too few of them refuse the model. Both check a probe of generated cases (forgetting).
     const adaptedStart = Date.now();
-    // Its end: the budget's less writing, or sooner where the scoring third ends.
     const scoringEnd = adaptedStart + scoring.adaptedAndProbe(screenMinutes) * 60000;
     const deadline = Math.min(start + (budget - WRITE_RESERVE_MINUTES) * 60000, scoringEnd);
     const candidateDir = join(work, 'candidate');
