@@ -80,8 +80,9 @@ export async function scoreAll(
 
 /**
  * A pass's pace: what its work has cost so far, per unit (an input's characters), so that a piece of work is
- * started only where, at that pace, it ends by the deadline. One long conversation (a banking one of 22 planted
- * cases took more than a minute) otherwise runs a pass that far past its deadline.
+ * started only where, at that pace, it ends by the deadline. A pass checks whole conversations, and one long
+ * conversation with many planted cases can cost more than the pass's whole share: started just before the
+ * deadline, it would run the pass that far past it.
  */
 export class Pace {
   private units = 0;

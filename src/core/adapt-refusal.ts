@@ -19,8 +19,7 @@ export function worseThanBase(base: OperatingPoint, adapted: OperatingPoint): st
 /**
  * Why the held-out checks an adapted model was compared on are too few to write it, or null: under `least`
  * (adapt's floor of planted cases) the ranking and the false-alarm rate are noise, and a point chosen on them
- * can block most of the agent's calls elsewhere (banking at 10 minutes: 42 checks scored, its point blocked 71%
- * of the benign calls of banking's dev cases).
+ * can block most of the agent's calls elsewhere (docs/adapt.md has such a run).
  */
 export function tooFewHeldOut(scored: number, planted: number, least: number): string | null {
   if (scored >= least) return null;
