@@ -38,11 +38,21 @@ export interface BrowserHandle {
   close(): Promise<void>;
 }
 
+/**
+ * The tests' Chromium runs WebAssembly on V8's baseline compiler only. Left to tier up, V8 recompiles the hot
+ * functions of onnxruntime's 14-27 MB modules with its optimizing compiler on every page and worker that loads
+ * them (a fresh profile has no code cache): in a trace of the WebGPU parity check that was 11 of its 20 seconds,
+ * on background threads that the two test workers' other file needed. Nothing a browser test asserts depends on
+ * the tier: the results are the same, only slower to compute, and the models here are small. The benchmark's
+ * Chromium (lab/bench/browser.ts) keeps V8's defaults, so its timings are what users get.
+ */
+const TEST_ONLY_ARGS = ['--js-flags=--liftoff-only'];
+
 /** Launches the system Chromium with a fresh profile (launchPersistentContext, as extensions need). */
 export async function launchChromium(options: { webgpu?: boolean; extraArgs?: string[] } = {}): Promise<BrowserHandle> {
   const dir = await mkdtemp(join(tmpdir(), 'edgearmor-chromium-'));
   // Without --enable-unsafe-webgpu, requestAdapter() returns null here: the guard's automatic WASM fallback.
-  const args = CHROMIUM_ARGS.filter((a) => options.webgpu !== false || a !== '--enable-unsafe-webgpu');
+  const args = [...CHROMIUM_ARGS.filter((a) => options.webgpu !== false || a !== '--enable-unsafe-webgpu'), ...TEST_ONLY_ARGS];
   const context = await chromium.launchPersistentContext(dir, {
     executablePath: CHROMIUM_PATH,
     headless: true,
