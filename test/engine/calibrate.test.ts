@@ -24,10 +24,9 @@ import { createNodeGuard } from '../../src/node.js';
 import { iterateCases } from '../../src/scenarios/index.js';
 import { requirement } from '../requirements.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from './tiny-guard-model.js';
+import { CLI, NODE } from '../cli.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'src/cli/edgearmor.ts');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const CALIBRATE_TIMEOUT_MS = 90_000;
 const CLI_TIMEOUT_MS = 90_000;
 // Few planted checks keep each run to seconds on the tiny model (a budget would plant what the machine's speed allows).
@@ -133,7 +132,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE || !hasPython)('edgearmor calibrate 
     const cases = join(work, 'case.json');
     const last = one.messages.length - 1;
     writeFileSync(cases, JSON.stringify({ messages: one.messages.slice(0, last), action: (one.messages[last] as unknown as { tool_calls: Array<{ name: string; arguments: unknown }> }).tool_calls[0] }));
-    const check = spawnSync(TSX, [CLI, 'check', cases, '--json', '--model', model], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, cwd: work });
+    const check = spawnSync(NODE, [CLI, 'check', cases, '--json', '--model', model], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, cwd: work });
     expect(check.status, check.stderr).toBe(0);
     expect(check.stderr).toMatch(new RegExp(`operating point: edgearmor calibrate, ${again.created.slice(0, 10)}, FPR 0.1 on ${again.cases.scored} checks \\(${again.cases.realCalls} real calls\\)`));
     expect(JSON.parse(check.stdout)).toMatchObject({ tau: again.chosen.tau, user_weight: again.chosen.userWeight });
@@ -144,7 +143,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE || !hasPython)('edgearmor calibrate 
     writeFileSync(source, readFileSync(join(model, 'manifest.json')));
     const out = join(work, 'copy');
     mkdirSync(out); // an empty directory is taken
-    const run = spawnSync(TSX, [CLI, 'calibrate', traffic, '--model', model, '--out', out, '--cases', String(REMOTE_CASES), '--minutes', '3', '--target-fpr', '0.2', '--json'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, cwd: work });
+    const run = spawnSync(NODE, [CLI, 'calibrate', traffic, '--model', model, '--out', out, '--cases', String(REMOTE_CASES), '--minutes', '3', '--target-fpr', '0.2', '--json'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, cwd: work });
     expect(run.status, run.stderr).toBe(0);
     const report = JSON.parse(run.stdout) as CalibrateReport;
     expectConsistent(report, 0.2);
@@ -189,7 +188,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE || !hasPython)('edgearmor calibrate 
       [[traffic, '--minutes', '-1', '--model', model], /minutes: received -1/],
       [[traffic], /--out <dir> is required with the embedded model/],
     ] as const) {
-      const run = spawnSync(TSX, [CLI, 'calibrate', ...args], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, cwd: work });
+      const run = spawnSync(NODE, [CLI, 'calibrate', ...args], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, cwd: work });
       expect(run.status, run.stderr).toBe(2);
       expect(run.stderr.trim().split('\n')).toHaveLength(1);
       expect(run.stderr).toMatch(pattern);

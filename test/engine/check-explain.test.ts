@@ -7,9 +7,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { requirement } from '../requirements.js';
+import { CLI, NODE } from '../cli.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const EMBEDDED_MODEL = join(ROOT, 'public/models/edgearmor-proxy');
 const CLI_TIMEOUT_MS = 120_000;
 
@@ -17,7 +17,7 @@ describe.skipIf(!requirement(existsSync(join(EMBEDDED_MODEL, 'manifest.json')), 
   it(
     'blocks, allows and blocks, with one legend above the first table, a FLAGGED row per block and an explanation per case',
     () => {
-      const out = execFileSync(TSX, [join(ROOT, 'src/cli/edgearmor.ts'), 'check', join(ROOT, 'examples/seed-travel.jsonl'), '--explain'], {
+      const out = execFileSync(NODE, [CLI, 'check', join(ROOT, 'examples/seed-travel.jsonl'), '--explain'], {
         encoding: 'utf8',
         timeout: CLI_TIMEOUT_MS,
         stdio: ['ignore', 'pipe', 'ignore'],

@@ -9,10 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from './tiny-guard-model.js';
+import { CLI, NODE } from '../cli.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'src/cli/edgearmor.ts');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const CLI_TIMEOUT_MS = 120_000;
 
 const weather = { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } };
@@ -54,7 +53,7 @@ function write(name: string, lines: readonly string[]): string {
 describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('edgearmor check --traffic', () => {
   let model: string;
   const run = (file: string, ...flags: string[]) =>
-    spawnSync(TSX, [CLI, 'check', file, '--traffic', '--json', '--model', model, ...flags], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, cwd: tmpdir() });
+    spawnSync(NODE, [CLI, 'check', file, '--traffic', '--json', '--model', model, ...flags], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, cwd: tmpdir() });
 
   beforeAll(async () => {
     model = await makeTinyGuardModel();
@@ -99,7 +98,7 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('edgearmor check --traffic', () => 
     const traffic = write('traffic.jsonl', [JSON.stringify(TRAFFIC[0])]);
     expect(run(traffic, '--format', 'anthropic')).toMatchObject({ status: 2, stdout: '', stderr: expect.stringMatching(/traffic\.jsonl:1: /) });
     expect(run(traffic, '--format', 'chatml')).toMatchObject({ status: 2, stderr: expect.stringMatching(/--format: received "chatml"; allowed: guard, openai, anthropic, mcp/) });
-    const caseFile = spawnSync(TSX, [CLI, 'check', traffic, '--format', 'openai'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    const caseFile = spawnSync(NODE, [CLI, 'check', traffic, '--format', 'openai'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
     expect(caseFile).toMatchObject({ status: 2, stderr: expect.stringMatching(/--format is for --traffic files only/) });
   }, CLI_TIMEOUT_MS);
 });

@@ -19,10 +19,9 @@ import { loadTokenizerFiles, type ModelManifest } from '../../src/engine/model-f
 import { createNodeGuard } from '../../src/node.js';
 import { TOOL_TURNS_TEMPLATE } from './chatml-fixture.js';
 import { repoFiles, startStandInHub, type StandInHub } from './stand-in-hub.js';
+import { CLI, NODE } from '../cli.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'src/cli/edgearmor.ts');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const HUB_FIXTURE = fileURLToPath(new URL('../fixtures/tiny-proxy-hub/', import.meta.url));
 const GENAI_FIXTURE = fileURLToPath(new URL('../fixtures/tiny-proxy-genai/', import.meta.url));
 const GENAI_REPO = 'tiny/proxy-genai';
@@ -39,7 +38,7 @@ const seed = JSON.parse(readFileSync(join(ROOT, 'examples/seed-travel.jsonl'), '
 /** Runs the CLI without blocking this process (the stand-in hub answers from it). */
 function runCli(args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((done, failed) => {
-    const child = spawn(TSX, [CLI, ...args], { env: { ...process.env, HF_TOKEN: '', ...env }, timeout: CLI_TIMEOUT_MS });
+    const child = spawn(NODE, [CLI, ...args], { env: { ...process.env, HF_TOKEN: '', ...env }, timeout: CLI_TIMEOUT_MS });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

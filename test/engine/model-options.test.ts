@@ -18,10 +18,9 @@ import { buildManifest, writeModelOptions } from '../../src/engine/files-node.js
 import { callLogProbPerToken } from '../../src/core/familiarity.js';
 import { createNodeGuard } from '../../src/node.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from './tiny-guard-model.js';
+import { CLI, NODE } from '../cli.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'src/cli/edgearmor.ts');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const LOAD_TIMEOUT_MS = 60_000;
 const CLI_TIMEOUT_MS = 120_000;
 const ADAPTED = { tau: 0.05, userWeight: 1.5 };
@@ -174,12 +173,12 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('a model directory guard-options.js
     writeFileSync(file, JSON.stringify(CASE));
     const env = { ...process.env, EDGEARMOR_TAU: '', CAUSAL_ARMOR_TAU: '', EDGEARMOR_USER_WEIGHT: '', CAUSAL_ARMOR_USER_WEIGHT: '', CAUSAL_ARMOR_MARGIN_TAU: '', EDGEARMOR_MARGIN_TAU: '' };
     const cwd = tmpdir(); // no edgearmor.config.json there
-    const table = spawnSync(TSX, [CLI, 'check', file, '--model', adaptedDir], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, env, cwd });
+    const table = spawnSync(NODE, [CLI, 'check', file, '--model', adaptedDir], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, env, cwd });
     expect(table.status).toBe(0);
     expect(table.stdout).toContain('rule causalarmor (flag when dS > 1.5 x dU - tau), tau 0.05');
     expect(table.stderr).toContain('model options from guard-options.json (edgearmor adapt): tau 0.05, userWeight 1.5');
     expect(table.stderr).toContain('familiarity: 1 of 1 calls predicted below -4.92 nats per action token; too few checks to judge the agent (10 needed)');
-    const json = execFileSync(TSX, [CLI, 'check', file, '--json', '--model', adaptedDir, '--user-weight', '4'], {
+    const json = execFileSync(NODE, [CLI, 'check', file, '--json', '--model', adaptedDir, '--user-weight', '4'], {
       encoding: 'utf8',
       timeout: CLI_TIMEOUT_MS,
       env: { ...env, EDGEARMOR_TAU: '0.2' },

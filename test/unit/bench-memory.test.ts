@@ -2,6 +2,7 @@
  * The benchmark's memory measure (lab/bench/memory.ts): a peak inside synchronous work counts, although the
  * memory is given back before the work returns, which a timer sampling RSS cannot see.
  */
+// vitest: isolate (the peak RSS it measures is the whole process's)
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';

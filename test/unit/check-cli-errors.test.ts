@@ -12,10 +12,9 @@ import { readCases, scanJson } from '../../src/cli/case-file.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { resolveOptions } from '../../src/core/options.js';
 import { requirement } from '../requirements.js';
+import { CLI, NODE } from '../cli.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'src/cli/edgearmor.ts');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const EMBEDDED_MODEL = join(ROOT, 'public/models/edgearmor-proxy');
 const CLI_TIMEOUT_MS = 120_000;
 
@@ -35,7 +34,7 @@ function tempDir(): string {
 }
 
 function runCheck(file: string, ...flags: string[]) {
-  return spawnSync(TSX, [CLI, 'check', file, ...flags], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+  return spawnSync(NODE, [CLI, 'check', file, ...flags], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
 }
 
 describe('case file validation (before any model loads)', () => {
@@ -95,7 +94,7 @@ describe('edgearmor check on malformed input', () => {
   it.skipIf(!requirement(existsSync(EMBEDDED_MODEL), 'the embedded model'))('exits quietly when the reader closes the pipe after the first verdict (| head -1)', () => {
     const file = join(tempDir(), 'cases.jsonl');
     writeFileSync(file, Array.from({ length: 6 }, (_, i) => JSON.stringify({ ...GOOD, id: i })).join('\n') + '\n');
-    const out = execFileSync('bash', ['-c', `"$0" "$1" check "$2" --json 2>"$3" | head -1; echo "status=\${PIPESTATUS[0]}"`, TSX, CLI, file, `${file}.stderr`], {
+    const out = execFileSync('bash', ['-c', `"$0" "$1" check "$2" --json 2>"$3" | head -1; echo "status=\${PIPESTATUS[0]}"`, NODE, CLI, file, `${file}.stderr`], {
       encoding: 'utf8',
       timeout: CLI_TIMEOUT_MS,
     });

@@ -11,10 +11,9 @@ import { describe, expect, it } from 'vitest';
 import { FAMILIARITY_MIN_CHECKS } from '../../src/core/familiarity.js';
 import { findCase, generateCases } from '../../src/scenarios/index.js';
 import { requirement } from '../requirements.js';
+import { CLI, NODE } from '../cli.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'src/cli/edgearmor.ts');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const EMBEDDED_MODEL = join(ROOT, 'public/models/edgearmor-proxy');
 const CLI_TIMEOUT_MS = 120_000;
 
@@ -29,7 +28,7 @@ describe.skipIf(!requirement(existsSync(EMBEDDED_MODEL), 'the embedded model'))(
     };
     const file = join(mkdtempSync(join(tmpdir(), 'edgearmor-check-cli-')), 'cases.jsonl');
     writeFileSync(file, Object.entries(shapes).map(([id, t]) => JSON.stringify({ id, messages: c.messages, action: c.action, tools: t })).join('\n') + '\n');
-    const stdout = execFileSync(TSX, [CLI, 'check', file, '--json', '--model', EMBEDDED_MODEL], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, stdio: ['ignore', 'pipe', 'ignore'] });
+    const stdout = execFileSync(NODE, [CLI, 'check', file, '--json', '--model', EMBEDDED_MODEL], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS, stdio: ['ignore', 'pipe', 'ignore'] });
     const records = stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
     expect(records.map((r) => r['id'])).toEqual(['flat', 'openai', 'mcp']);
     for (const r of records) {
@@ -55,7 +54,7 @@ describe.skipIf(!requirement(existsSync(EMBEDDED_MODEL), 'the embedded model'))(
     const cases = generateCases({ split: 'test', seed: 3, n: FAMILIARITY_MIN_CHECKS });
     const file = join(mkdtempSync(join(tmpdir(), 'edgearmor-check-cli-')), 'agent.jsonl');
     writeFileSync(file, cases.map((c) => JSON.stringify({ id: c.id, messages: c.messages, action: c.action, ...(c.tools ? { tools: c.tools } : {}) })).join('\n') + '\n');
-    const run = spawnSync(TSX, [CLI, 'check', file, '--json', '--model', EMBEDDED_MODEL], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    const run = spawnSync(NODE, [CLI, 'check', file, '--json', '--model', EMBEDDED_MODEL], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
     expect(run.status).toBe(0);
     const records = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { reason: string; call_log_prob_per_token: number | null; log_probs: Record<string, number>; action_tokens: number });
     const scored = records.filter((r) => r.reason === 'model');

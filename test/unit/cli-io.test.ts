@@ -13,10 +13,9 @@ import { guardOptionsFrom } from '../../src/cli/flags.js';
 import { ModelLoadError } from '../../src/core/errors.js';
 import { optionsFromEnv } from '../../src/core/options.js';
 import { loadModelFiles } from '../../src/engine/model-files.js';
+import { CLI, NODE } from '../cli.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'src/cli/edgearmor.ts');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const CLI_TIMEOUT_MS = 120_000;
 const CASE = {
   messages: [
@@ -72,7 +71,7 @@ describe('the command line', () => {
   it('fails in one line with exit 1 when standard output cannot be written (a full disk)', () => {
     const file = join(dir, 'case.json');
     writeFileSync(file, JSON.stringify(CASE));
-    const r = spawnSync('bash', ['-c', '"$0" "$1" check "$2" > /dev/full', TSX, CLI, file], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    const r = spawnSync('bash', ['-c', '"$0" "$1" check "$2" > /dev/full', NODE, CLI, file], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
     expect(r.status).toBe(1);
     // Beside the informational lines (the model's options, the familiarity count), one line says what failed.
     expect(r.stderr.trim().split('\n').filter((l) => !/^edgearmor: (model options|familiarity)/.test(l))).toEqual([
@@ -86,7 +85,7 @@ describe('the command line', () => {
     const allowed = join(dir, 'allowed.jsonl');
     writeFileSync(allowed, `${readFileSync(seeds, 'utf8').trim().split('\n')[1]}\n`);
     // `>&-`: Node reopens a closed descriptor 1 on /dev/null before any code runs, so the command sees `> /dev/null`.
-    const run = (file: string, args: string) => spawnSync('bash', ['-c', `"$0" "$1" check "$2" ${args} >&-`, TSX, CLI, file], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    const run = (file: string, args: string) => spawnSync('bash', ['-c', `"$0" "$1" check "$2" ${args} >&-`, NODE, CLI, file], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
     const plain = run(seeds, '--json');
     const strict = run(seeds, '--json --exit-code');
     expect(plain.status, plain.stderr).toBe(0);
@@ -97,7 +96,7 @@ describe('the command line', () => {
   it('still exits 3 with --exit-code when the reader goes away after the first byte, and prints no EPIPE', () => {
     const seeds = join(ROOT, 'examples/seed-travel.jsonl');
     // head exits after one byte of the first verdict; the next write finds the pipe closed.
-    const r = spawnSync('bash', ['-c', 'set -o pipefail; "$0" "$1" check "$2" --exit-code | head -c 1 >/dev/null', TSX, CLI, seeds], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    const r = spawnSync('bash', ['-c', 'set -o pipefail; "$0" "$1" check "$2" --exit-code | head -c 1 >/dev/null', NODE, CLI, seeds], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
     expect(r.status, r.stderr).toBe(3);
     expect(r.stderr).not.toMatch(/EPIPE|Error/);
   }, CLI_TIMEOUT_MS);

@@ -11,10 +11,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { IntegrityError } from '../../src/core/errors.js';
 import { buildManifest, directoryReader, embeddedModelDir, gitBlobSha1 } from '../../src/engine/files-node.js';
 import { loadTokenizerFiles } from '../../src/engine/model-files.js';
+import { CLI, NODE } from '../cli.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'src/cli/edgearmor.ts');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const CLI_TIMEOUT_MS = 60_000;
 const TOKENIZER_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json'];
 
@@ -33,7 +32,7 @@ describe('model manifests', () => {
     'pins a copied tokenizer directory from the command line; a file changed afterwards is refused',
     async () => {
       for (const f of TOKENIZER_FILES) cpSync(join(embeddedModelDir(), f), join(dir, f));
-      const r = spawnSync(TSX, [CLI, 'manifest', dir, '--name', 'my-tokenizer'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+      const r = spawnSync(NODE, [CLI, 'manifest', dir, '--name', 'my-tokenizer'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
       expect(r.status).toBe(0);
       expect(r.stderr).toContain('3 files of my-tokenizer pinned');
       const files = await loadTokenizerFiles(directoryReader(dir));
@@ -76,17 +75,17 @@ describe('model manifests', () => {
 
   it('rejects incomplete remote-proxy flags with a one-line error before loading anything', () => {
     const fixture = join(ROOT, 'examples/seed-travel.jsonl');
-    const noModel = spawnSync(TSX, [CLI, 'check', fixture, '--remote-proxy', 'http://127.0.0.1:9'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    const noModel = spawnSync(NODE, [CLI, 'check', fixture, '--remote-proxy', 'http://127.0.0.1:9'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
     expect(noModel.status).toBe(2);
     expect(noModel.stderr.trim()).toBe('edgearmor: --remote-proxy needs --remote-model <served model name>');
-    const badUrl = spawnSync(TSX, [CLI, 'check', fixture, '--remote-proxy', 'gpu-box:8000', '--remote-model', 'm'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    const badUrl = spawnSync(NODE, [CLI, 'check', fixture, '--remote-proxy', 'gpu-box:8000', '--remote-model', 'm'], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
     expect(badUrl.status).toBe(2);
     expect(badUrl.stderr).toMatch(/remoteProxy\.url: received "gpu-box:8000"; allowed: an absolute http\(s\) URL/);
   });
 
   it('lists the remote-proxy flags in both help texts', () => {
     for (const args of [['--help'], ['eval', '--help']]) {
-      const help = spawnSync(TSX, [CLI, ...args], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+      const help = spawnSync(NODE, [CLI, ...args], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
       expect(help.stdout).toContain('--remote-proxy <url>');
       expect(help.stdout).not.toContain('${');
     }

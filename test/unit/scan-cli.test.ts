@@ -8,13 +8,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { CLI, NODE } from '../cli.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'src/cli/edgearmor.ts');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const CLI_TIMEOUT_MS = 60_000;
 
-const scan = (...args: string[]) => spawnSync(TSX, [CLI, 'scan', ...args], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+const scan = (...args: string[]) => spawnSync(NODE, [CLI, 'scan', ...args], { encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
 
 function files(entries: Record<string, unknown>): string {
   const dir = mkdtempSync(join(tmpdir(), 'edgearmor-scan-'));

@@ -1,0 +1,43 @@
+/**
+ * The `edgearmor` command as the CLI tests run it: the package's own bin/edgearmor.js on the compiled dist/, as a
+ * user's `npx edgearmor` does. Run through tsx on src/ instead, every spawn compiled the sources again (about a
+ * CPU-second more per command, and the suite spawns the command dozens of times).
+ *
+ * `npm test` compiles dist/ before the suite; a test file run on its own after editing src/ must not test the
+ * old build, so {@link CLI} refuses a dist/ older than any source file.
+ */
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BUILT = join(ROOT, 'dist/cli/edgearmor.js');
+
+/** The newest modification time of the compiled sources (src/ less the demo app, which tsconfig.build.json leaves out). */
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (path !== join(ROOT, 'src/demo')) newest = Math.max(newest, newestSource(path));
+    } else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+function builtCli(): string {
+  let built: number;
+  try {
+    built = statSync(BUILT).mtimeMs;
+  } catch {
+    throw new Error('dist/ is not built: run `npm run build:lib` (npm test builds it before the suite)');
+  }
+  if (built < newestSource(join(ROOT, 'src'))) throw new Error('dist/ is older than src/: run `npm run build:lib` so the CLI tests run the code as it is');
+  return join(ROOT, 'bin/edgearmor.js');
+}
+
+/** This Node, to run {@link CLI} with: `spawnSync(NODE, [CLI, 'check', file])`. */
+export const NODE = process.execPath;
+
+/** bin/edgearmor.js, checked to run a dist/ built from the sources as they are. */
+export const CLI = builtCli();
