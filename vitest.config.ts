@@ -1,5 +1,27 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import SlowFirstSequencer from './test/slow-first.js';
+
+/**
+ * Node test files that need a process of their own: those that replace a module (`vi.mock`, which must come
+ * before anything imports it) and those marked `// vitest: isolate` (one reads the process's peak memory). The
+ * other Node files share their worker's module cache, file after file: each of them imported the guard,
+ * transformers.js and onnxruntime afresh before, 72 s of the two workers' time.
+ */
+function filesNeedingIsolation(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.test.ts')) continue;
+    const path = join(entry.parentPath, entry.name);
+    if (/\bvi\.mock\(|^\/\/ vitest: isolate\b/m.test(readFileSync(path, 'utf8'))) out.push(relative(import.meta.dirname, path));
+  }
+  return out;
+}
+
+const NODE_FILES = ['test/**/*.test.ts'];
+const NOT_NODE = ['test/browser/**'];
+const ISOLATED = filesNeedingIsolation(join(import.meta.dirname, 'test'));
 
 export default defineConfig({
   test: {
@@ -13,7 +35,12 @@ export default defineConfig({
         extends: true,
         // Two workers on the 2-core machines this runs on (Vitest's default is cores - 1, i.e. one): many files
         // wait on a child process, a server or a worker thread, and the second core would sit idle.
-        test: { name: 'node', include: ['test/**/*.test.ts'], exclude: ['test/browser/**'], maxWorkers: 2 },
+        test: { name: 'node', include: NODE_FILES, exclude: [...NOT_NODE, ...ISOLATED], isolate: false, maxWorkers: 2 },
+      },
+      {
+        extends: true,
+        // The same group and workers as 'node', each file in a fresh process.
+        test: { name: 'node-isolated', include: ISOLATED, maxWorkers: 2 },
       },
       {
         extends: true,
