@@ -6,8 +6,8 @@ import SlowFirstSequencer from './test/slow-first.js';
 /**
  * Node test files that need a process of their own: those that replace a module (`vi.mock`, which must come
  * before anything imports it) and those marked `// vitest: isolate` (one reads the process's peak memory). The
- * other Node files share their worker's module cache, file after file: each of them imported the guard,
- * transformers.js and onnxruntime afresh before, 72 s of the two workers' time.
+ * other Node files share their worker's module cache, file after file, instead of each importing the guard,
+ * transformers.js and onnxruntime afresh.
  */
 function filesNeedingIsolation(dir: string): string[] {
   const out: string[] = [];

@@ -1,7 +1,7 @@
 /**
  * The `edgearmor` command as the CLI tests run it: the package's own bin/edgearmor.js on the compiled dist/, as a
- * user's `npx edgearmor` does. Run through tsx on src/ instead, every spawn compiled the sources again (about a
- * CPU-second more per command, and the suite spawns the command dozens of times).
+ * user's `npx edgearmor` does. Run through tsx on src/ instead, every spawn loaded the TypeScript compiler's hooks
+ * and the sources through them again, which cost more CPU than many of the commands themselves.
  *
  * `npm test` compiles dist/ before the suite; a test file run on its own after editing src/ must not test the
  * old build, so {@link CLI} refuses a dist/ older than any source file.

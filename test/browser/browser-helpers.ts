@@ -41,10 +41,10 @@ export interface BrowserHandle {
 /**
  * The tests' Chromium runs WebAssembly on V8's baseline compiler only. Left to tier up, V8 recompiles the hot
  * functions of onnxruntime's 14-27 MB modules with its optimizing compiler on every page and worker that loads
- * them (a fresh profile has no code cache): in a trace of the WebGPU parity check that was 11 of its 20 seconds,
- * on background threads that the two test workers' other file needed. Nothing a browser test asserts depends on
- * the tier: the results are the same, only slower to compute, and the models here are small. The benchmark's
- * Chromium (lab/bench/browser.ts) keeps V8's defaults, so its timings are what users get.
+ * them (a fresh profile has no code cache): in a trace of a WebGPU check, more CPU than the check itself, on
+ * background threads that the other test worker's file needed. Nothing a browser test asserts depends on the
+ * tier: the results are the same, only computed by less optimized code, and the models here are small. The
+ * benchmark's Chromium (lab/bench/browser.ts) keeps V8's defaults, so its timings are what users get.
  */
 const TEST_ONLY_ARGS = ['--js-flags=--liftoff-only'];
 
