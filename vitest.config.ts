@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import SlowFirstSequencer from './test/slow-first.js';
 
@@ -10,13 +10,10 @@ import SlowFirstSequencer from './test/slow-first.js';
  * transformers.js and onnxruntime afresh.
  */
 function filesNeedingIsolation(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (!entry.isFile() || !entry.name.endsWith('.test.ts')) continue;
-    const path = join(entry.parentPath, entry.name);
-    if (/\bvi\.mock\(|^\/\/ vitest: isolate\b/m.test(readFileSync(path, 'utf8'))) out.push(relative(import.meta.dirname, path));
-  }
-  return out;
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.test.ts') && !file.startsWith(`browser${sep}`))
+    .filter((file) => /\bvi\.mock\(|^\/\/ vitest: isolate\b/m.test(readFileSync(join(dir, file), 'utf8')))
+    .map((file) => relative(import.meta.dirname, join(dir, file)));
 }
 
 const NODE_FILES = ['test/**/*.test.ts'];
