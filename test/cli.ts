@@ -7,22 +7,18 @@
  * old build, so {@link CLI} refuses a dist/ older than any source file.
  */
 import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BUILT = join(ROOT, 'dist/cli/edgearmor.js');
 
 /** The newest modification time of the compiled sources (src/ less the demo app, which tsconfig.build.json leaves out). */
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (path !== join(ROOT, 'src/demo')) newest = Math.max(newest, newestSource(path));
-    } else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
-  }
-  return newest;
+function newestSource(): number {
+  const src = join(ROOT, 'src');
+  return readdirSync(src, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts') && !file.startsWith(`demo${sep}`))
+    .reduce((newest, file) => Math.max(newest, statSync(join(src, file)).mtimeMs), 0);
 }
 
 function builtCli(): string {
@@ -32,7 +28,7 @@ function builtCli(): string {
   } catch {
     throw new Error('dist/ is not built: run `npm run build:lib` (npm test builds it before the suite)');
   }
-  if (built < newestSource(join(ROOT, 'src'))) throw new Error('dist/ is older than src/: run `npm run build:lib` so the CLI tests run the code as it is');
+  if (built < newestSource()) throw new Error('dist/ is older than src/: run `npm run build:lib` so the CLI tests run the code as it is');
   return join(ROOT, 'bin/edgearmor.js');
 }
 
