@@ -121,6 +121,8 @@ export function verdictTable(id: string, input: GuardInput, v: Verdict, options:
     }
     if (tp.unavailable.length > 0) lines.push(`  tool-description checks not run: ${tp.unavailable.join('; ')}`);
   }
+  const u = v.unlikelyTool;
+  if (u) lines.push(`  unlikely tool: log P(tool name) ${num(u.logProbPerToken)} a token, threshold ${num(u.threshold, 2)}${u.flagged ? '  FLAGGED: nothing in the context explains calling this tool to the proxy' : ''}`);
   if (v.windows) {
     const w = v.windows;
     const parts = w.judged.map((j, k) => {

@@ -22,8 +22,8 @@ export function removalEffect(delta: number | null | undefined, subject = "the c
 
 /** One finding behind a verdict, in words. */
 export interface VerdictFinding {
-  /** 'result': an injected tool result; 'group': results that drive the call together; 'description': a poisoned tool description; 'attention': MindGuard's attention to a tool. */
-  kind: 'result' | 'group' | 'description' | 'attention';
+  /** 'result': an injected tool result; 'group': results that drive the call together; 'description': a poisoned tool description; 'attention': MindGuard's attention to a tool; 'unlikely': a tool the proxy did not expect. */
+  kind: 'result' | 'group' | 'description' | 'attention' | 'unlikely';
   /** Short, for the headline and the FLAGGED marker. */
   label: string;
   /** A sentence for --explain. */
@@ -86,6 +86,16 @@ export function verdictFindings(v: Verdict): VerdictFinding[] {
         `so ${mg.poisonedTool}'s description or its results steer ${flow}. Attention does not tell the two apart; leave-one-out ${
           (tp?.leaveOneOut?.tools ?? []).some((t) => t.tool === mg.poisonedTool && t.flagged) ? 'flags its description too' : 'flags no description, so look at its results'
         }.`,
+    });
+  }
+  const u = v.unlikelyTool;
+  if (u?.flagged) {
+    out.push({
+      kind: 'unlikely',
+      label: `unlikely tool: the proxy expected it at ${num(u.logProbPerToken, 2)} a token, below ${num(u.threshold, 2)}`,
+      sentence:
+        `The proxy, which knows this agent, expected a call of this tool at ${num(u.logProbPerToken, 2)} nats a token of its name, below the model's unlikelyToolThreshold (${num(u.threshold, 2)}): ` +
+        'nothing in the conversation explains calling it as the agent usually acts (an injection the proxy does not follow leaves such a call).',
     });
   }
   return out;

@@ -47,6 +47,17 @@ export function callLogProbPerToken(attribution: Scored | null | undefined): num
   return perWindow.length === 0 ? null : Math.min(...perWindow);
 }
 
+/**
+ * log P(the call's tool name | whole context) per token of the name, the least over the check's windows, or null
+ * without a model pass or without part labels (the raw action text has none): how much the proxy expected this
+ * tool to be called here. The unlikely-tool rule's value (judge.ts): the choice of tool, not its free-text
+ * arguments, whose log-probability is low for benign calls too.
+ */
+export function toolNameLogProbPerToken(attribution: Pick<AttributionResult, 'variants'> | null | undefined): number | null {
+  const perWindow = (attribution?.variants ?? []).flatMap((v) => (v.kind === 'full' && v.parts && v.parts.name.tokenCount > 0 ? [v.parts.name.logProb / v.parts.name.tokenCount] : []));
+  return perWindow.length === 0 ? null : Math.min(...perWindow);
+}
+
 /** An empty count at a model's threshold. */
 export function emptyFamiliarity(threshold: number | null): FamiliarityCount {
   return { threshold, checks: 0, below: 0 };

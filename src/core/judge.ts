@@ -7,6 +7,7 @@
 import { attributeWithOptions, ruleFromOptions, type ActionTokenPart, type AttributionResult } from './attribution.js';
 import type { StructuredContext } from './context.js';
 import { ContextTooLongError } from './errors.js';
+import { toolNameLogProbPerToken } from './familiarity.js';
 import { messageRefs } from './message-ref.js';
 import { analyzeMindGuard } from './mindguard/index.js';
 import type { MindGuardVerdict } from './mindguard/types.js';
@@ -151,6 +152,22 @@ export function judge(input: JudgeInput): Verdict {
     }
   }
   return nameStrongParts(verdict, options.relativeFloor, context.action.name);
+}
+
+/**
+ * The unlikely-tool rule, after the model's verdict (whole or merged from its windows): with
+ * `unlikelyToolThreshold` set, a call whose tool the proxy expected less than it (log-probability per token of
+ * the tool's name, the least over the check's windows) is blocked. Leave-one-out blocks a call an injection
+ * explains; this blocks one whose tool nothing in the context explains to a proxy that knows the agent, which
+ * is what an injection the proxy does not follow leaves behind.
+ */
+export function judgeUnlikelyTool(verdict: Verdict, options: Pick<ResolvedGuardOptions, 'unlikelyToolThreshold'>): Verdict {
+  const threshold = options.unlikelyToolThreshold;
+  if (threshold === null || verdict.reason !== 'model') return verdict;
+  const logProbPerToken = toolNameLogProbPerToken(verdict.attribution);
+  if (logProbPerToken === null) return verdict;
+  const flagged = logProbPerToken < threshold;
+  return { ...verdict, unlikelyTool: { logProbPerToken, threshold, flagged }, ...(flagged ? { detected: true, decision: 'block' as const } : {}) };
 }
 
 /** Message indexes of the untrusted spans the window's truncation (or the cut before tokenizing) shortened, in order. */

@@ -19,8 +19,8 @@ export const MODEL_OPTIONS_SCHEMA = 1;
 
 /**
  * The options a model directory may set, as dotted paths: the margins, weight and MindGuard AIR thresholds
- * that are calibrated on the model's own deltas and attention, and the threshold of its own log-probabilities that says it does not know an
- * agent (familiarityThreshold). Everything else (trust lists, failure policy, defense, limits) is the caller's
+ * that are calibrated on the model's own deltas and attention, and the thresholds of its own log-probabilities that say it does not
+ * know an agent (familiarityThreshold) or did not expect a call's tool (unlikelyToolThreshold). Everything else (trust lists, failure policy, defense, limits) is the caller's
  * policy and cannot travel with a model.
  */
 export const MODEL_OPTION_PATHS = Object.freeze([
@@ -32,6 +32,7 @@ export const MODEL_OPTION_PATHS = Object.freeze([
   'toolPoisoning.beforeToolResults.airThreshold',
   'toolPoisoning.beforeToolResults.leaveOneOutMargin',
   'familiarityThreshold',
+  'unlikelyToolThreshold',
 ] as const);
 
 /** One of {@link MODEL_OPTION_PATHS}. */
@@ -45,6 +46,8 @@ export interface ModelOptions {
   toolPoisoning?: { leaveOneOutMargin?: number; mindguard?: { airThreshold?: number }; beforeToolResults?: { airThreshold?: number; leaveOneOutMargin?: number } };
   /** Null where adaptation changed the model: the embedded model's value no longer applies. */
   familiarityThreshold?: number | null;
+  /** Set where a calibration found the model's own log-probabilities rank the agent's injected calls (a model that knows the agent). */
+  unlikelyToolThreshold?: number | null;
 }
 
 /** A parsed, validated `guard-options.json`. */

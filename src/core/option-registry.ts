@@ -117,6 +117,11 @@ export const GUARD_OPTIONS = group(
       summary:
         "log-probability of the call per action token under which the proxy predicts it poorly; `status().familiarity` counts such checks, and most of an agent's checks below it mean an agent the proxy does not know (its verdicts there near chance: adapt it). Measured for the embedded model (docs/options.md); null: not measured for this model, the agent is not judged. Decides nothing",
     }),
+    unlikelyToolThreshold: option(v.nullable(finite), null, {
+      summary:
+        "block a privileged call whose tool the proxy expected less than this: the log-probability per token of the tool's name in the call (the least over a check's windows). A tool nothing in the context leads the agent's own proxy to call. Meaningful only for a model that knows the agent: `edgearmor adapt` and `edgearmor calibrate` place it on the user's own traffic (docs/adapt.md); null: off",
+      defaultText: 'null (off)',
+    }),
     groupMargin: option(finite, 0, { summary: 'what a group needs beyond a single span: flagged when dG > w x dU - tau + groupMargin', external: { names: ['GROUP_MARGIN'], text: 'number' } }),
     defense: group(
       {

@@ -5,7 +5,7 @@
  */
 import type { StructuredContext } from './context.js';
 import { ContextTooLongError } from './errors.js';
-import { judge, judgeFailure, planCheck, type CheckPlan, type CheckScores, type ScoringRequestPlan } from './judge.js';
+import { judge, judgeFailure, judgeUnlikelyTool, planCheck, type CheckPlan, type CheckScores, type ScoringRequestPlan } from './judge.js';
 import { cutLongTexts, yieldToEventLoop, type CutContext } from './long-texts.js';
 import type { ResolvedGuardOptions } from './options.js';
 import type { Scorer, ScoreRequest } from './scorer-port.js';
@@ -155,7 +155,7 @@ export async function scoreAndJudge(
   for (const [i, cut] of cuts.entries()) {
     const w = windowed.get(i);
     if (w) {
-      const verdict = await judgeWindows(cut, w, windowScores.slice(offset, (offset += w.jobs.length)), scorer, judged, extras);
+      const verdict = judgeUnlikelyTool(await judgeWindows(cut, w, windowScores.slice(offset, (offset += w.jobs.length)), scorer, judged, extras), judged);
       verdict.timings = { ...verdict.timings, ...timings };
       verdicts.push(verdict);
       continue;
@@ -163,7 +163,7 @@ export async function scoreAndJudge(
     await yieldToEventLoop();
     signal.throwIfAborted();
     const tJudge = now();
-    const verdict = judge({ context: cut.context, ...requests[i]!, scores: withCut(scores[i]!, cut.cutChars), options: judged, capabilities: scorer.info, extras: { ...extras, timings: { ...timings } } });
+    const verdict = judgeUnlikelyTool(judge({ context: cut.context, ...requests[i]!, scores: withCut(scores[i]!, cut.cutChars), options: judged, capabilities: scorer.info, extras: { ...extras, timings: { ...timings } } }), judged);
     verdict.timings['attributionMs'] = now() - tJudge;
     verdicts.push(verdict);
   }

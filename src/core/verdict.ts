@@ -41,6 +41,17 @@ export interface Verdict {
   windows?: WindowsReport;
   /** The input's tool-definition findings (pins, collisions, shadowing, hidden text, schema anomalies), when it carried any; reason 'tool-definition' when their policy blocked the call. */
   toolDefinitions?: DefinitionFinding[];
+  /** The unlikely-tool rule, when `unlikelyToolThreshold` is set and the model scored the call: flagged (and blocked) when the proxy expected the call's tool less than the threshold. */
+  unlikelyTool?: UnlikelyTool;
+}
+
+/** How much the proxy expected the call's tool, against the model's `unlikelyToolThreshold`. */
+export interface UnlikelyTool {
+  /** log P(the tool's name | whole context) per token of the name, the least over the check's windows. */
+  logProbPerToken: number;
+  threshold: number;
+  /** logProbPerToken < threshold. */
+  flagged: boolean;
 }
 
 /** What each window of a windowed check judged, and what none did. */

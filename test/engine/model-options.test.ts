@@ -15,7 +15,7 @@ import { serveWorkerScorer } from '../../src/worker/service.js';
 import { IntegrityError, ModelLoadError } from '../../src/core/errors.js';
 import type { Guard, GuardStatus } from '../../src/core/guard-api.js';
 import { buildManifest, writeModelOptions } from '../../src/engine/files-node.js';
-import { callLogProbPerToken } from '../../src/core/familiarity.js';
+import { callLogProbPerToken, toolNameLogProbPerToken } from '../../src/core/familiarity.js';
 import { createNodeGuard } from '../../src/node.js';
 import { makeTinyGuardModel, TINY_GUARD_MODEL_AVAILABLE } from './tiny-guard-model.js';
 import { CLI, NODE } from '../cli.js';
@@ -138,6 +138,29 @@ describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE)('a model directory guard-options.js
       expect((await worker.status()).familiarity).toMatchObject({ threshold: -4.92, checks: 1 });
     } finally {
       await worker.dispose();
+    }
+  }, LOAD_TIMEOUT_MS);
+
+  it("blocks with the file's unlikelyToolThreshold a call whose tool the proxy expected less, whatever the other rules say", async () => {
+    // tau -100: no tool result can be flagged, so only the unlikely-tool rule can block.
+    const quiet = { tau: -100 };
+    guard = createNodeGuard({ modelDir: await modelWith((d) => writeModelOptions(d, quiet, { source: 'edgearmor calibrate' }).then(() => undefined)), backends: ['node'] });
+    const allowed = await guard.check(CASE);
+    expect(allowed).toMatchObject({ decision: 'allow', reason: 'model' });
+    expect(allowed.unlikelyTool).toBeUndefined();
+    const value = toolNameLogProbPerToken(allowed.attribution)!;
+    expect(value).toBeLessThan(0);
+    await guard.dispose();
+    for (const [threshold, decision] of [[value + 0.25, 'block'], [value - 0.25, 'allow']] as const) {
+      const dir = await modelWith((d) => writeModelOptions(d, { ...quiet, unlikelyToolThreshold: threshold }, { source: 'edgearmor calibrate' }).then(() => undefined));
+      guard = createNodeGuard({ modelDir: dir, backends: ['node'] });
+      expect((await guard.ready).modelOptions?.applied).toEqual({ ...quiet, unlikelyToolThreshold: threshold });
+      const verdict = await guard.check(CASE);
+      expect(verdict).toMatchObject({ decision, reason: 'model', detected: decision === 'block', flagged: [] });
+      expect(verdict.unlikelyTool?.threshold).toBe(threshold);
+      expect(verdict.unlikelyTool?.logProbPerToken).toBeCloseTo(value, 5);
+      await guard.dispose();
+      guard = undefined;
     }
   }, LOAD_TIMEOUT_MS);
 

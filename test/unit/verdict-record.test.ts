@@ -10,7 +10,8 @@ import { VERDICT_RECORD_SCHEMA_VERSION, verdictRecord } from '../../src/cli/edge
 import { ContextTooLongError, resolveOptions } from '../../src/core/index.js';
 import { buildContext } from '../../src/core/context.js';
 import { parseGuardInput } from '../../src/core/guard-input.js';
-import { judge, judgeFailure, planCheck, type CheckScores } from '../../src/core/judge.js';
+import { judge, judgeFailure, judgeUnlikelyTool, planCheck, type CheckScores } from '../../src/core/judge.js';
+import { explainVerdict, verdictHeadline } from '../../src/core/explain.js';
 
 const PAGE = readFileSync(fileURLToPath(new URL('../../docs/verdict.md', import.meta.url)), 'utf8');
 
@@ -34,17 +35,20 @@ const INPUT = parseGuardInput({
   ],
 });
 
-function judged() {
+/** The injected result moves the call most: removing it costs 3 nats a token, removing the request 0.5. */
+const DRIVEN: Record<string, number | number[]> = { full: -1, 'no-user': -1.5, 'no-span:0': -4, 'no-tool:read_file': -1, 'no-tool:send_money': -1.1 };
+
+function judged(perToken: Record<string, number | number[]> = DRIVEN) {
   const options = resolveOptions();
   const context = buildContext(INPUT, options);
   const plan = planCheck(context, options);
   if (plan.verdict) throw new Error('expected a call that needs scoring');
   const capabilities = { attention: false, attentionUnavailable: 'no attention rows in this test', chatFormat: 'edgearmor' };
   const { variants, withAttention } = plan.scoring(capabilities);
-  // The injected result moves the call most: removing it costs 3 nats a token, removing the request 0.5.
-  const perToken: Record<string, number> = { full: -1, 'no-user': -1.5, 'no-span:0': -4, 'no-tool:read_file': -1, 'no-tool:send_money': -1.1 };
   const scores: CheckScores = {
-    logProbs: new Map(variants.map((v) => [v.id, new Float64Array(4).fill(perToken[v.id]!)])),
+    logProbs: new Map(variants.map((v) => [v.id, Float64Array.from([perToken[v.id]!].flat().length === 1 ? new Array<number>(4).fill(perToken[v.id] as number) : (perToken[v.id] as number[]))])),
+    // The first two action tokens are the tool's name.
+    actionLayout: { parts: ['name', 'name', 'arguments', 'arguments'], valueRows: [] },
     layout: { user: [{ start: 1, end: 5 }], tools: [], toolResults: [{ start: 20, end: 30 }] },
     truncation: { droppedToolDefinitions: false, shortenedMessages: { 2: 120 } },
   };
@@ -87,5 +91,33 @@ describe('the --json record', () => {
   it('carries a failure-policy verdict with its typed error and no attribution', () => {
     const record = verdictRecord('case-2', judgeFailure(new ContextTooLongError('too long', { tokens: 2000 }), { privileged: true }, resolveOptions()));
     expect(record).toMatchObject({ decision: 'block', reason: 'failure-policy', score: null, delta_user: null, truncation: null, error: { name: 'ContextTooLongError', code: 'context-too-long', details: { tokens: 2000 } } });
+  });
+});
+
+describe('the unlikely-tool rule', () => {
+  // Nothing drives the call: removing the tool result or the request leaves it as likely. The tool's name is
+  // predicted at -1 nat a token, its arguments at -3 (the whole call at -2).
+  const same = [-1, -1, -3, -3];
+  const undriven = () => judged({ full: same, 'no-user': same, 'no-span:0': same, 'no-tool:read_file': same, 'no-tool:send_money': same });
+
+  it('is off without a threshold and leaves a call predicted above it as it was', () => {
+    const allowed = undriven();
+    expect(allowed.decision).toBe('allow');
+    expect(judgeUnlikelyTool(allowed, { unlikelyToolThreshold: null })).toBe(allowed);
+    const above = judgeUnlikelyTool(allowed, { unlikelyToolThreshold: -2 });
+    expect(above).toMatchObject({ decision: 'allow', detected: false, unlikelyTool: { logProbPerToken: -1, threshold: -2, flagged: false } });
+    expect(verdictRecord('c', above).unlikely_tool).toEqual({ threshold: -2, flagged: false });
+    expect(verdictRecord('c', allowed).unlikely_tool).toBeNull();
+  });
+
+  it('blocks a call the proxy predicts below the threshold, and says so in the record, headline and explanation', () => {
+    const blocked = judgeUnlikelyTool(undriven(), { unlikelyToolThreshold: -0.5 });
+    expect(blocked).toMatchObject({ decision: 'block', detected: true, reason: 'model', flagged: [], unlikelyTool: { logProbPerToken: -1, threshold: -0.5, flagged: true } });
+    expect(verdictRecord('c', blocked)).toMatchObject({ decision: 'block', unlikely_tool: { threshold: -0.5, flagged: true }, call_log_prob_per_token: -2 });
+    expect(verdictHeadline(blocked)).toBe('unlikely tool: the proxy expected it at -1.00 a token, below -0.50');
+    expect(explainVerdict(INPUT, blocked)).toMatch(/^Blocked\. The proxy, which knows this agent, expected a call of this tool at -1\.00 nats a token of its name, below the model's unlikelyToolThreshold \(-0\.50\)/);
+    // A verdict the failure policy gave is not the model's to judge.
+    const failure = judgeFailure(new ContextTooLongError('too long'), { privileged: true }, resolveOptions({ onError: 'allow' }));
+    expect(judgeUnlikelyTool(failure, { unlikelyToolThreshold: 0 })).toBe(failure);
   });
 });
