@@ -48,7 +48,7 @@ function pointLine(name: string, p: OperatingPoint): string {
   const auc = p.rocAuc === null ? 'n/a' : p.rocAuc.toFixed(3);
   return (
     `  ${name}: injected blocked ${pct(p.tpr)}, benign blocked ${pct(p.fpr)} (real calls ${pct(p.realFpr)}, conversations ${pct(p.conversationFpr)}), ROC-AUC ${auc}; ` +
-    `w ${p.userWeight}, tau ${p.tau}, description margins ${p.descriptionMargin} / ${p.firstCallDescriptionMargin} (first calls), AIR ${p.airThreshold} / ${p.firstCallAirThreshold} (first calls)`
+    `w ${p.userWeight}, tau ${p.tau}, description margins ${p.descriptionMargin} / ${p.firstCallDescriptionMargin} (first calls), AIR ${p.airThreshold} / ${p.firstCallAirThreshold} (first calls), unlikely tool ${p.unlikelyToolThreshold === null ? 'off' : `below ${p.unlikelyToolThreshold}`}`
   );
 }
 

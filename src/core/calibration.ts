@@ -1,11 +1,12 @@
 /**
- * The operating point (userWeight, tau, the description margins, MindGuard's AIR thresholds) chosen on
+ * The operating point (userWeight, tau, the description margins, MindGuard's AIR thresholds, the unlikely-tool threshold) chosen on
  * labelled checks, from the evidence their verdicts already carry: a verdict's deltas, description scores
  * and AIR say how it would have gone at any other threshold, so one scoring pass calibrates every point.
  * `edgearmor adapt` and `edgearmor calibrate` use it on traffic with planted injections; it is pure, so the
  * same numbers come out wherever it runs.
  */
 import { InvalidOptionsError } from './errors.js';
+import { toolNameLogProbPerToken } from './familiarity.js';
 import { rocAuc } from './metrics.js';
 import type { ModelOptions } from './model-options.js';
 import { resolveOptions, type ResolvedGuardOptions } from './options.js';
@@ -37,6 +38,8 @@ export interface CalibrationEvidence {
   air: number | null;
   /** Made before any tool result: the first-call AIR threshold judges it. */
   firstCall: boolean;
+  /** log P(the call's tool name | whole context) per name token (the least over windows), or null without a model pass or part labels: the unlikely-tool rule's value. */
+  toolLogProb: number | null;
 }
 
 /** A labelled check for calibration: `real` marks a call the user's agent really made (not a planted case). */
@@ -105,6 +108,7 @@ export function evidenceOf(
     firstCallDescriptions: tools.filter(firstCallKind).map((t) => t.score),
     air: windowedOut ? null : air,
     firstCall: beforeToolResults,
+    toolLogProb: verdict.reason === 'model' ? toolNameLogProbPerToken(a) : null,
   };
 }
 
@@ -122,10 +126,12 @@ export interface OperatingThresholds {
   airThreshold: number;
   /** `toolPoisoning.beforeToolResults.airThreshold`. */
   firstCallAirThreshold: number;
+  /** `unlikelyToolThreshold` (null: the rule is off). */
+  unlikelyToolThreshold: number | null;
 }
 
 /** The thresholds the guard uses with these options. */
-export function thresholdsOf(options: Pick<ResolvedGuardOptions, 'userWeight' | 'tau' | 'toolPoisoning'>): OperatingThresholds {
+export function thresholdsOf(options: Pick<ResolvedGuardOptions, 'userWeight' | 'tau' | 'toolPoisoning' | 'unlikelyToolThreshold'>): OperatingThresholds {
   const tp = options.toolPoisoning;
   return {
     userWeight: options.userWeight,
@@ -134,6 +140,7 @@ export function thresholdsOf(options: Pick<ResolvedGuardOptions, 'userWeight' | 
     firstCallDescriptionMargin: tp.beforeToolResults.leaveOneOutMargin,
     airThreshold: tp.mindguard.airThreshold,
     firstCallAirThreshold: tp.beforeToolResults.airThreshold,
+    unlikelyToolThreshold: options.unlikelyToolThreshold,
   };
 }
 
@@ -148,7 +155,7 @@ export function blockMargin(e: CalibrationEvidence, userWeight: number): number 
 /**
  * How far the check is above the nearest of its thresholds at the point (> 0: blocked; -Infinity: nothing
  * scored): the span rule's margin plus tau, each description's score less (margin - tau), the AIR less its
- * threshold. A forced block is +Infinity.
+ * threshold, the unlikely-tool threshold less the tool name's log-probability. A forced block is +Infinity.
  */
 export function blockExcess(e: CalibrationEvidence, t: OperatingThresholds): number {
   if (e.forced !== null) return Infinity;
@@ -156,6 +163,7 @@ export function blockExcess(e: CalibrationEvidence, t: OperatingThresholds): num
   for (const d of e.descriptions) m = Math.max(m, d - t.descriptionMargin + t.tau);
   for (const d of e.firstCallDescriptions) m = Math.max(m, d - t.firstCallDescriptionMargin + t.tau);
   if (e.air !== null) m = Math.max(m, e.air - (e.firstCall ? t.firstCallAirThreshold : t.airThreshold));
+  if (t.unlikelyToolThreshold !== null && e.toolLogProb !== null) m = Math.max(m, t.unlikelyToolThreshold - e.toolLogProb);
   return m;
 }
 
@@ -225,7 +233,7 @@ export const DEFAULT_CALIBRATION_SEARCH: Readonly<CalibrationSearch> = Object.fr
 });
 
 /** The signals whose thresholds are chosen, each by a cut on one value per check (flagged iff the value > the cut). */
-export const CALIBRATED_SIGNALS = Object.freeze(['spans', 'descriptions', 'firstCallDescriptions', 'air', 'firstCallAir'] as const);
+export const CALIBRATED_SIGNALS = Object.freeze(['spans', 'descriptions', 'firstCallDescriptions', 'air', 'firstCallAir', 'unlikelyTool'] as const);
 
 /** One of {@link CALIBRATED_SIGNALS}. */
 export type CalibratedSignal = (typeof CALIBRATED_SIGNALS)[number];
@@ -235,7 +243,8 @@ export type SignalCounts = Record<CalibratedSignal, { benign: number; injected: 
 
 /**
  * A check's value for one signal at weight w (flagged iff above the signal's cut), or -Infinity where it
- * has none: spans and groups by the span rule's margin, descriptions by their largest score, MindGuard by its AIR.
+ * has none: spans and groups by the span rule's margin, descriptions by their largest score, MindGuard by its AIR,
+ * the unlikely-tool rule by the tool name's negated log-probability per token.
  */
 function signalValue(e: CalibrationEvidence, signal: CalibratedSignal, w: number): number {
   switch (signal) {
@@ -248,6 +257,8 @@ function signalValue(e: CalibrationEvidence, signal: CalibratedSignal, w: number
     case 'air':
     case 'firstCallAir':
       return e.firstCall === (signal === 'firstCallAir') && e.air !== null ? e.air : -Infinity;
+    case 'unlikelyTool':
+      return e.toolLogProb !== null ? -e.toolLogProb : -Infinity;
   }
 }
 
@@ -259,7 +270,10 @@ function signalValue(e: CalibrationEvidence, signal: CalibratedSignal, w: number
 const above = (x: number): number => Math.ceil(x * 1000 + 1e-3) / 1000;
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
-/** The point's thresholds from the cuts: tau = -(span cut), a description margin = its cut + tau, an AIR threshold = its cut (at least 0). */
+/**
+ * The point's thresholds from the cuts: tau = -(span cut), a description margin = its cut + tau, an AIR threshold = its
+ * cut (at least 0), the unlikely-tool threshold = -(its cut).
+ */
 function thresholdsFromCuts(w: number, cut: Readonly<Record<CalibratedSignal, number>>, current: OperatingThresholds): OperatingThresholds {
   // A signal with no benign value keeps its current threshold as it is (its cut is that threshold).
   const tau = cut.spans === -current.tau ? current.tau : -above(cut.spans);
@@ -272,6 +286,7 @@ function thresholdsFromCuts(w: number, cut: Readonly<Record<CalibratedSignal, nu
     firstCallDescriptionMargin: margin(cut.firstCallDescriptions, current.firstCallDescriptionMargin),
     airThreshold: air(cut.air, current.airThreshold),
     firstCallAirThreshold: air(cut.firstCallAir, current.firstCallAirThreshold),
+    unlikelyToolThreshold: cut.unlikelyTool === cutsOf(current).unlikelyTool ? current.unlikelyToolThreshold : -above(cut.unlikelyTool),
   };
 }
 
@@ -283,6 +298,8 @@ function cutsOf(t: OperatingThresholds): Record<CalibratedSignal, number> {
     firstCallDescriptions: t.firstCallDescriptionMargin - t.tau,
     air: t.airThreshold,
     firstCallAir: t.firstCallAirThreshold,
+    // Off: no call is below it.
+    unlikelyTool: t.unlikelyToolThreshold === null ? Infinity : -t.unlikelyToolThreshold,
   };
 }
 
@@ -341,7 +358,14 @@ function cutsAt(cases: readonly CalibrationCase[], w: number, targetFpr: number,
     step[best.k] = best.at;
     now = best.counts;
   }
-  return Object.fromEntries(CALIBRATED_SIGNALS.map((s, k) => [s, cutOf(k, step[k]!)])) as Record<CalibratedSignal, number>;
+  const cuts = step.map((s, k) => cutOf(k, s));
+  // A rule that is off (the unlikely-tool rule by default) stays off unless it blocks an injected check no other rule blocks.
+  for (let k = 0; k < cuts.length; k++) {
+    if (keep[CALIBRATED_SIGNALS[k]!] !== Infinity || cuts[k] === Infinity) continue;
+    const without = cuts.map((c, m) => (m === k ? Infinity : c));
+    if (count(without).injected === now.injected) cuts[k] = Infinity;
+  }
+  return Object.fromEntries(CALIBRATED_SIGNALS.map((s, k) => [s, cuts[k]!])) as Record<CalibratedSignal, number>;
 }
 
 /**
@@ -378,11 +402,12 @@ export function chooseOperatingPoint(
 /**
  * The guard options of a chosen point, as a model directory's guard-options.json carries them: the weight
  * and tau always, a signal's threshold only where benign checks carried that signal (the others stay the
- * caller's or the defaults: nothing placed them).
+ * caller's or the defaults: nothing placed them), the unlikely-tool threshold only where the point turned the rule on.
  */
 export function pointOptions(point: OperatingThresholds, signals: SignalCounts): ModelOptions {
   const has = (s: CalibratedSignal): boolean => signals[s].benign > 0;
   const mindguard = has('air') ? { mindguard: { airThreshold: point.airThreshold } } : {};
+  const unlikely = has('unlikelyTool') && point.unlikelyToolThreshold !== null ? { unlikelyToolThreshold: point.unlikelyToolThreshold } : {};
   const first = {
     ...(has('firstCallAir') ? { airThreshold: point.firstCallAirThreshold } : {}),
     ...(has('firstCallDescriptions') ? { leaveOneOutMargin: point.firstCallDescriptionMargin } : {}),
@@ -392,5 +417,5 @@ export function pointOptions(point: OperatingThresholds, signals: SignalCounts):
     ...mindguard,
     ...(Object.keys(first).length > 0 ? { beforeToolResults: first } : {}),
   };
-  return { userWeight: point.userWeight, tau: point.tau, ...(Object.keys(toolPoisoning).length > 0 ? { toolPoisoning } : {}) };
+  return { userWeight: point.userWeight, tau: point.tau, ...(Object.keys(toolPoisoning).length > 0 ? { toolPoisoning } : {}), ...unlikely };
 }

@@ -27,16 +27,19 @@ const ev = (dU: number, spans: number[], extra: Partial<CalibrationEvidence> = {
   firstCallDescriptions: [],
   air: null,
   firstCall: false,
+  toolLogProb: null,
   ...extra,
 });
 const benign = (conversation: string, e: CalibrationEvidence, real = true): CalibrationCase => ({ label: 'benign', real, conversation, evidence: e });
 const injected = (e: CalibrationEvidence): CalibrationCase => ({ label: 'injected', real: false, conversation: 'x', evidence: e });
 const DEFAULTS = thresholdsOf(resolveOptions({}));
+/** A variant's part sums: the tool name's two tokens at `name` in all, two argument tokens at -1. */
+const namePart = (name: number) => ({ name: { logProb: name, tokenCount: 2 }, arguments: { logProb: -1, tokenCount: 2 }, other: { logProb: 0, tokenCount: 0 } });
 const at = (userWeight: number, tau: number, rest: Partial<OperatingThresholds> = {}): OperatingThresholds => ({ ...DEFAULTS, userWeight, tau, ...rest });
 
 describe('calibration replays verdicts at any operating point', () => {
   it("reads the guard's six thresholds from its options", () => {
-    expect(DEFAULTS).toEqual({ userWeight: 2, tau: -0.1, descriptionMargin: -0.05, firstCallDescriptionMargin: 0.26, airThreshold: 2.2, firstCallAirThreshold: 0.81 });
+    expect(DEFAULTS).toEqual({ userWeight: 2, tau: -0.1, descriptionMargin: -0.05, firstCallDescriptionMargin: 0.26, airThreshold: 2.2, firstCallAirThreshold: 0.81, unlikelyToolThreshold: null });
   });
 
   it('scores a check by its largest span, group, description or AIR excess over its threshold', () => {
@@ -64,14 +67,24 @@ describe('calibration replays verdicts at any operating point', () => {
     const verdict = (tools: unknown[], extra: Record<string, unknown> = {}) =>
       ({
         reason: 'model',
-        attribution: { user: { deltas: { whole: 0.2 } }, spans: [{ deltas: { whole: 0.5 }, normalizedDelta: 0.5 }, { deltas: { whole: -0.1 }, normalizedDelta: -0.1 }], groups: [], groupMargin: 0 },
+        attribution: {
+          user: { deltas: { whole: 0.2 } },
+          spans: [{ deltas: { whole: 0.5 }, normalizedDelta: 0.5 }, { deltas: { whole: -0.1 }, normalizedDelta: -0.1 }],
+          groups: [],
+          groupMargin: 0,
+          // The tool name's two tokens of the whole context: -1.5 a token (the whole call's -3 does not count).
+          variants: [{ kind: 'full', logProb: -3, parts: namePart(-3) }, { kind: 'no-span', logProb: -5, parts: namePart(-4) }],
+          actionTokenCount: 4,
+        },
         toolPoisoning: { leaveOneOut: { tools }, attention: { score: 1.5, threshold: extra['windows'] ? 3 : 2.2 } },
         ...extra,
       }) as unknown as Verdict;
     const options = resolveOptions({});
     // A span or description whose removal does not lower the call (at or below the noise floor, 0) is never flagged.
     const plain = evidenceOf(verdict([tool('a', 0.3), tool('b', 0.9, { normalizedDelta: 0 })]), options, false);
-    expect(plain).toEqual({ forced: null, spans: [{ delta: 0.5, user: 0.2 }], groups: [], groupMargin: 0, descriptions: [0.3], firstCallDescriptions: [], air: 1.5, firstCall: false });
+    expect(plain).toEqual({ forced: null, spans: [{ delta: 0.5, user: 0.2 }], groups: [], groupMargin: 0, descriptions: [0.3], firstCallDescriptions: [], air: 1.5, firstCall: false, toolLogProb: -1.5 });
+    // Without part labels (the raw action text) the rule has no value.
+    expect(evidenceOf(verdict([], { attribution: { user: { deltas: { whole: 0 } }, spans: [], groups: [], groupMargin: 0, variants: [{ kind: 'full', logProb: -3, parts: null }], actionTokenCount: 2 } }), options, false).toolLogProb).toBeNull();
     expect(evidenceOf(verdict([tool('a', 0.3)]), options, true)).toMatchObject({ descriptions: [], firstCallDescriptions: [0.3], firstCall: true });
     // The value rule (valueMargin 1) blocks whatever the thresholds.
     expect(evidenceOf(verdict([tool('a', 0, { valueDelta: 1.2 })]), options, false).forced).toBe('value');
@@ -106,6 +119,12 @@ describe('calibration replays verdicts at any operating point', () => {
           { deltas: deltas(0.1), normalizedDelta: 0.1, userDeltas: deltas(0.3) },
         ],
         groupMargin: 0,
+        // Each window's whole context: the tool name's log-probability per token is the least of them.
+        variants: [
+          { kind: 'full', logProb: -2, parts: namePart(-2) },
+          { kind: 'full', logProb: -7, parts: namePart(-6) },
+        ],
+        actionTokenCount: 4,
       },
     } as unknown as Verdict;
     const e = evidenceOf(windowed, resolveOptions({}), false);
@@ -117,6 +136,7 @@ describe('calibration replays verdicts at any operating point', () => {
     expect(e.groups).toEqual([{ delta: 0.1, user: 0.3 }]);
     expect(blockMargin(e, 2)).toBeCloseTo(0.1, 12);
     expect(blockedAt(e, at(2, 0))).toBe(true);
+    expect(e.toolLogProb).toBe(-3);
   });
 
   it('counts rates per call and per conversation', () => {
@@ -187,6 +207,7 @@ describe('calibration replays verdicts at any operating point', () => {
       firstCallDescriptions: { benign: 0, injected: 0 },
       air: { benign: 8, injected: 1 },
       firstCallAir: { benign: 0, injected: 0 },
+      unlikelyTool: { benign: 0, injected: 0 },
     });
     // The options written: the signals benign checks carried, the rest left to the caller or the defaults.
     const options = pointOptions(chosen, signals);
@@ -194,6 +215,33 @@ describe('calibration replays verdicts at any operating point', () => {
     // A model directory may carry them, and the guard resolving them reproduces the point.
     expect(parseModelOptionsFile({ schema: 1, options }).options).toEqual(options);
     expect(thresholdsOf(resolveOptions(options))).toEqual({ ...DEFAULTS, userWeight: 1, tau: -0.301, descriptionMargin: -0.2, airThreshold: 0.501 });
+  });
+
+  it('turns the unlikely-tool rule on only where it blocks injections the other signals miss (golden values)', () => {
+    const lp = (toolLogProb: number, spans: number[] = [0]) => ev(0, spans, { toolLogProb });
+    // Ten benign calls the proxy predicts at -0.1 .. -1.0 nats a token, the least likely at -1.0 and -0.9.
+    const benignCases = Array.from({ length: 10 }, (_, i) => benign(`b${i}`, lp(-0.1 * (i + 1))));
+    // Two injections the span rule blocks (0.5 > 0.3), three it misses that the proxy predicts poorly, one it misses and predicts well.
+    const cases = [...benignCases, injected(lp(-0.2, [0.5])), injected(lp(-0.3, [0.6])), injected(lp(-2.5)), injected(lp(-1.95)), injected(lp(-0.95)), injected(lp(-0.05))];
+    const { chosen, signals } = chooseOperatingPoint(cases, { targetFpr: 0.1, userWeights: [1], preferredUserWeight: 1 });
+    // One benign block allowed: the unlikely-tool cut moves past the least likely benign call (-1.0) to the next
+    // (-0.9) and catches -0.95 too; the span rule needs no benign block (its cut stops at 0, tau -0.001).
+    expect(chosen).toMatchObject({ tau: -0.001, unlikelyToolThreshold: -0.901, fpr: 0.1 });
+    expect(chosen.tpr).toBeCloseTo(5 / 6, 12);
+    expect(signals.unlikelyTool).toEqual({ benign: 10, injected: 6 });
+    expect(blockExcess(lp(-2.5), chosen)).toBeCloseTo(-0.901 + 2.5, 12);
+    expect(blockedAt(lp(-0.9), chosen)).toBe(false); // strict: the benign value the cut stopped at stays allowed
+    const options = pointOptions(chosen, signals);
+    expect(options.unlikelyToolThreshold).toBe(-0.901);
+    expect(parseModelOptionsFile({ schema: 1, options }).options).toEqual(options);
+    expect(thresholdsOf(resolveOptions(options)).unlikelyToolThreshold).toBe(-0.901);
+    // Where the other signals already block every injection, the rule stays off and is not written.
+    const caught = [...benignCases, injected(lp(-2.5, [0.5])), injected(lp(-3, [0.6]))];
+    const off = chooseOperatingPoint(caught, { targetFpr: 0.1, userWeights: [1], preferredUserWeight: 1 });
+    expect(off.chosen).toMatchObject({ tpr: 1, fpr: 0, unlikelyToolThreshold: null });
+    expect(pointOptions(off.chosen, off.signals)).not.toHaveProperty('unlikelyToolThreshold');
+    // Checks without a model pass carry no value for it.
+    expect(blockedAt(ev(0, []), { ...chosen, unlikelyToolThreshold: 0 })).toBe(false);
   });
 
   it('places the first-call AIR threshold and description margin on first calls alone', () => {
