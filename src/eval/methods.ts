@@ -2,9 +2,10 @@
  * Detection methods the evaluation compares on the same cases: the guard itself, and baselines
  * (keyword/regex, never-flag, always-flag; the reference CausalArmor lives in its own file).
  */
+import { blockExcess, evidenceOf, thresholdsOf } from '../core/calibration.js';
 import { callLogProbsPerWindow } from '../core/familiarity.js';
 import { buildContext } from '../core/context.js';
-import { resolveOptions } from '../core/options.js';
+import { resolveOptions, type ResolvedGuardOptions } from '../core/options.js';
 import type { Verdict } from '../core/verdict.js';
 import type { EvalCase } from './cases.js';
 
@@ -139,6 +140,18 @@ function descriptionLooResult(v: Verdict): MethodResult {
   return { score: Math.max(...loo.tools.map((t) => t.score)), detected: loo.detected, flaggedTools: flagged.map((t) => t.tool), ...noSpanEvidence(), descriptions };
 }
 
+/**
+ * The guard's whole decision as a ranking: the check's excess over the nearest of its thresholds at the options it
+ * was judged with (every signal: tool results and groups, descriptions, MindGuard's AIR, the unlikely-tool rule;
+ * calibration.ts's blockExcess), so a score above 0 is a block. Unscored where the model did not judge the call.
+ */
+function pointResult(v: Verdict, c: EvalCase, options: ResolvedGuardOptions): MethodResult {
+  const result = verdictResult(v);
+  if (v.reason !== 'model') return { ...result, score: null };
+  const excess = blockExcess(evidenceOf(v, options, c.input.messages.every((m) => m.role !== 'tool')), thresholdsOf(options));
+  return { ...result, score: Math.min(1e6, Math.max(-1e6, excess)) };
+}
+
 /** Wraps a guard's verdicts as method results; the poisoned tool a verdict names (toolPoisoning.sourceTool) is its flagged tool. */
 export function guardMethod(guard: CheckingGuard, name = 'edgearmor', description = 'EdgeArmor guard at the given options'): EvalMethod {
   return { name, description, evaluate: async (c) => verdictResult(await guard.check(c.input)) };
@@ -151,11 +164,13 @@ export const toolPoisoningPopulation = (rec: { label: 'injected' | 'benign'; poi
 /**
  * The guard and two of its signals as separate methods over ONE check per case: the combined verdict
  * (`name`), MindGuard's AIR (`name/mindguard`) and leave-one-out over tool descriptions
- * (`name/description-loo`), the latter two ranked on clean and tool-poisoned calls only. The signal
- * methods reuse the verdict the first one computed for the same case, so their latency is ~0 and
- * they must follow it in the method list (runEval runs methods in order, case by case).
+ * (`name/description-loo`), the latter two ranked on clean and tool-poisoned calls only; given the options the
+ * guard judges with, also its whole decision as a ranking (`name/point`: the excess over the nearest threshold,
+ * where `name` ranks by the tool results' rule alone). The later methods reuse the verdict the first one computed
+ * for the same case, so their latency is ~0 and they must follow it in the method list (runEval runs methods in
+ * order, case by case).
  */
-export function guardMethods(guard: CheckingGuard, name = 'edgearmor', description = 'EdgeArmor guard at the given options'): EvalMethod[] {
+export function guardMethods(guard: CheckingGuard, name = 'edgearmor', description = 'EdgeArmor guard at the given options', judgedWith?: ResolvedGuardOptions): EvalMethod[] {
   let last: { c: EvalCase; verdict: Promise<Verdict> } | null = null;
   const verdictOf = (c: EvalCase): Promise<Verdict> => {
     if (last?.c !== c) last = { c, verdict: guard.check(c.input) };
@@ -175,6 +190,15 @@ export function guardMethods(guard: CheckingGuard, name = 'edgearmor', descripti
       population: toolPoisoningPopulation,
       evaluate: async (c) => descriptionLooResult(await verdictOf(c)),
     },
+    ...(judgedWith
+      ? [
+          {
+            name: `${name}/point`,
+            description: "the guard's whole decision as a ranking: each check's excess over its nearest threshold at the options it was judged with (every signal); above 0 is a block",
+            evaluate: async (c: EvalCase) => pointResult(await verdictOf(c), c, judgedWith),
+          },
+        ]
+      : []),
   ];
 }
 

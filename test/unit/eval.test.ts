@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Verdict } from '../../src/core/verdict.js';
+import { resolveOptions } from '../../src/core/options.js';
 import {
   buildReferencePrompts,
   createConstantBaseline,
@@ -212,6 +213,33 @@ describe('eval harness with a fake guard', () => {
     expect(out.records[0]!.results['edgearmor/description-loo']!.flaggedTools).toEqual(['read_file']);
     expect(loo.tpr).toBe(1);
     expect(loo.fpr).toBe(0);
+  });
+});
+
+describe("the guard's whole decision as a ranking (edgearmor/point)", () => {
+  it("ranks each check by its excess over the nearest threshold of the options it was judged with, the unlikely-tool rule's included", async () => {
+    const cases = [mk(0, 'injected'), mk(1, 'injected'), mk(2, 'benign'), mk(3, 'benign')];
+    // The proxy's log-probability of each call's tool name (one token); c3 has no model pass.
+    const logProb: Record<string, number | null> = { c0: -3, c1: -0.2, c2: -0.5, c3: null };
+    const options = resolveOptions({ unlikelyToolThreshold: -1 });
+    const guard = {
+      async check(input: unknown): Promise<Verdict> {
+        const lp = logProb[cases.find((x) => x.input === input)!.id]!;
+        if (lp === null) return { detected: false, decision: 'allow', reason: 'no-untrusted-spans', attribution: null, flagged: [], score: null, timings: {} };
+        const attribution = { user: { deltas: { whole: 0 } }, spans: [], groups: [], groupMargin: 0, variants: [{ id: 'full', kind: 'full', logProb: lp, parts: { name: { logProb: lp, tokenCount: 1 }, arguments: { logProb: 0, tokenCount: 0 }, other: { logProb: 0, tokenCount: 0 } } }], actionTokenCount: 1 };
+        const blocked = lp < -1;
+        return { detected: blocked, decision: blocked ? 'block' : 'allow', reason: 'model', attribution, flagged: [], score: null, timings: {} } as unknown as Verdict;
+      },
+    };
+    expect(guardMethods(guard).map((m) => m.name)).not.toContain('edgearmor/point');
+    const out = await evaluate(cases, guardMethods(guard, 'edgearmor', 'guard', options), { date: 'd', files: [], model: 'm', seed: 0, limit: null, options: {} });
+    const score = (id: number) => out.records[id]!.results['edgearmor/point']!.score;
+    // -1 - log P: above 0 exactly where the rule blocks.
+    expect([score(0), score(1), score(2), score(3)]).toEqual([2, expect.closeTo(-0.8, 12), -0.5, null]);
+    const point = out.methods.find((m) => m.method === 'edgearmor/point')!;
+    expect(point).toMatchObject({ tpr: 0.5, fpr: 0, unscored: 1 });
+    // The tool results' rule alone scores nothing here: the point ranks what it cannot.
+    expect(out.methods.find((m) => m.method === 'edgearmor')!.unscored).toBe(4);
   });
 });
 
