@@ -39,7 +39,7 @@ const search = { ...DEFAULT_CALIBRATION_SEARCH, targetFpr, preferredUserWeight: 
 const without = chooseOperatingPoint(evidence.map((e) => ({ ...e, evidence: { ...e.evidence, toolLogProb: null } })), search);
 const withRule = chooseOperatingPoint(evidence, search);
 const line = (name: string, p: OperatingPoint) =>
-  `${name}: injected ${(100 * p.tpr).toFixed(1)}%, benign ${(100 * p.fpr).toFixed(1)}%, ROC-AUC ${p.rocAuc?.toFixed(3)}; w ${p.userWeight}, tau ${p.tau}, unlikely call ${p.unlikelyToolThreshold ?? 'off'}`;
+  `${name}: injected ${(100 * p.tpr).toFixed(1)}%, benign ${(100 * p.fpr).toFixed(1)}%, ROC-AUC ${p.rocAuc?.toFixed(3)}; w ${p.userWeight}, tau ${p.tau}, unlikely tool ${p.unlikelyToolThreshold ?? 'off'}`;
 console.log(`${scored.length} of ${cases.length} held-out cases scored (${evidence.filter((e) => e.label === 'injected').length} injected)`);
 console.log(line('shipped point', operatingPoint(evidence, current)));
 console.log(line('chosen without the unlikely-tool rule', without.chosen));

@@ -31,7 +31,7 @@ export interface VerdictRecord {
   /** log P(call | whole context) per action token, the least of the check's windows (core/familiarity.ts). */
   call_log_prob_per_token: number | null;
   /** The unlikely-tool rule (`unlikelyToolThreshold`), or null when it did not run. */
-  unlikely_tool: { threshold: number; flagged: boolean } | null;
+  unlikely_tool: { log_prob_per_token: number; threshold: number; flagged: boolean } | null;
   rule: string | null;
   tau: number | null;
   user_weight: number | null;
@@ -103,7 +103,7 @@ export function verdictRecord(id: string, v: Verdict): VerdictRecord {
     log_probs: a ? Object.fromEntries(a.variants.map((x) => [x.id, x.logProb])) : {},
     action_tokens: a?.actionTokenCount ?? null,
     call_log_prob_per_token: callLogProbPerToken(a),
-    unlikely_tool: v.unlikelyTool ? { threshold: v.unlikelyTool.threshold, flagged: v.unlikelyTool.flagged } : null,
+    unlikely_tool: v.unlikelyTool ? { log_prob_per_token: v.unlikelyTool.logProbPerToken, threshold: v.unlikelyTool.threshold, flagged: v.unlikelyTool.flagged } : null,
     rule: a?.rule ?? null,
     tau: a?.tau ?? null,
     user_weight: a?.userWeight ?? null,

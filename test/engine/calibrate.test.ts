@@ -76,6 +76,8 @@ function expectConsistent(r: CalibrateReport, targetFpr: number): void {
   ] as const) {
     if (r.signals[signal].benign > 0) expect(written[key], key).toBe(r.chosen[key]);
   }
+  // The unlikely-tool rule is written exactly where the point turned it on (off: not written, null).
+  expect(written.unlikelyToolThreshold).toBe(r.chosen.unlikelyToolThreshold);
 }
 
 describe.skipIf(!TINY_GUARD_MODEL_AVAILABLE || !hasPython)('edgearmor calibrate on the tiny model', () => {

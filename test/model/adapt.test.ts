@@ -162,7 +162,10 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
         'toolPoisoning.beforeToolResults.leaveOneOutMargin': report.chosen.firstCallDescriptionMargin,
         'toolPoisoning.mindguard.airThreshold': report.chosen.airThreshold,
         'toolPoisoning.beforeToolResults.airThreshold': report.chosen.firstCallAirThreshold,
+        unlikelyToolThreshold: report.chosen.unlikelyToolThreshold,
       };
+      // The unlikely-tool rule is in the file exactly where the point turned it on.
+      expect(applied['unlikelyToolThreshold'] ?? null).toBe(report.chosen.unlikelyToolThreshold);
       for (const [path, value] of Object.entries(applied)) if (path in chosen) expect(value, path).toBe(chosen[path as keyof typeof chosen]);
       expect((await guard.status()).familiarity).toEqual({ threshold: null, checks: 1, below: 0 });
       expect(verdict.attribution?.tau).toBe(report.chosen.tau);

@@ -106,14 +106,14 @@ describe('the unlikely-tool rule', () => {
     expect(judgeUnlikelyTool(allowed, { unlikelyToolThreshold: null })).toBe(allowed);
     const above = judgeUnlikelyTool(allowed, { unlikelyToolThreshold: -2 });
     expect(above).toMatchObject({ decision: 'allow', detected: false, unlikelyTool: { logProbPerToken: -1, threshold: -2, flagged: false } });
-    expect(verdictRecord('c', above).unlikely_tool).toEqual({ threshold: -2, flagged: false });
+    expect(verdictRecord('c', above).unlikely_tool).toEqual({ log_prob_per_token: -1, threshold: -2, flagged: false });
     expect(verdictRecord('c', allowed).unlikely_tool).toBeNull();
   });
 
   it('blocks a call the proxy predicts below the threshold, and says so in the record, headline and explanation', () => {
     const blocked = judgeUnlikelyTool(undriven(), { unlikelyToolThreshold: -0.5 });
     expect(blocked).toMatchObject({ decision: 'block', detected: true, reason: 'model', flagged: [], unlikelyTool: { logProbPerToken: -1, threshold: -0.5, flagged: true } });
-    expect(verdictRecord('c', blocked)).toMatchObject({ decision: 'block', unlikely_tool: { threshold: -0.5, flagged: true }, call_log_prob_per_token: -2 });
+    expect(verdictRecord('c', blocked)).toMatchObject({ decision: 'block', unlikely_tool: { log_prob_per_token: -1, threshold: -0.5, flagged: true }, call_log_prob_per_token: -2 });
     expect(verdictHeadline(blocked)).toBe('unlikely tool: the proxy expected it at -1.00 a token, below -0.50');
     expect(explainVerdict(INPUT, blocked)).toMatch(/^Blocked\. The proxy, which knows this agent, expected a call of this tool at -1\.00 nats a token of its name, below the model's unlikelyToolThreshold \(-0\.50\)/);
     // A verdict the failure policy gave is not the model's to judge.
