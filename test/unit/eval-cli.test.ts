@@ -30,7 +30,7 @@ describe('edgearmor eval', () => {
     const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
     expect(summary).toMatchObject({ n: 6, method: 'edgearmor' });
     for (const k of ['tpr', 'fpr', 'roc_auc', 'average_precision', 'attribution_accuracy', 'by_suite', 'methods']) expect(summary).toHaveProperty(k);
-    expect(Object.keys(summary['methods'] as object)).toEqual(['edgearmor', 'edgearmor/mindguard', 'edgearmor/description-loo', 'regex', 'reference-causalarmor', 'never-flag', 'always-flag']);
+    expect(Object.keys(summary['methods'] as object)).toEqual(['edgearmor', 'edgearmor/mindguard', 'edgearmor/description-loo', 'edgearmor/point', 'regex', 'reference-causalarmor', 'never-flag', 'always-flag']);
     expect(existsSync(join(out, 'report.html'))).toBe(true);
   }, CLI_TIMEOUT_MS);
 });

@@ -20,7 +20,7 @@ function refusal(value: unknown): ModelLoadError {
 }
 
 describe('parseModelOptionsFile', () => {
-  it('accepts exactly the detection operating point (tau, userWeight, groupMargin, the description margins, the AIR thresholds) and the familiarity threshold', () => {
+  it('accepts exactly the detection operating point (tau, userWeight, groupMargin, the description margins, the AIR thresholds, the unlikely-tool threshold) and the familiarity threshold', () => {
     expect(MODEL_OPTION_PATHS).toEqual([
       'tau',
       'userWeight',
@@ -30,12 +30,15 @@ describe('parseModelOptionsFile', () => {
       'toolPoisoning.beforeToolResults.airThreshold',
       'toolPoisoning.beforeToolResults.leaveOneOutMargin',
       'familiarityThreshold',
+      'unlikelyToolThreshold',
     ]);
     const options = { tau: 0.05, userWeight: 1.5, groupMargin: 0.1, toolPoisoning: { leaveOneOutMargin: -0.02 }, familiarityThreshold: -3.5 };
     expect(parseModelOptionsFile(file(options))).toEqual(file(options));
     const calibrated = { tau: -0.2, toolPoisoning: { mindguard: { airThreshold: 1.4 }, beforeToolResults: { airThreshold: 0.6, leaveOneOutMargin: 0.1 } } };
     expect(parseModelOptionsFile(file(calibrated))).toEqual(file(calibrated));
     expect(refusal(file({ toolPoisoning: { mindguard: { airThreshold: -1 } } })).message).toMatch(/Invalid option toolPoisoning\.mindguard\.airThreshold: received -1/);
+    expect(parseModelOptionsFile(file({ tau: 0, unlikelyToolThreshold: -0.4 })).options).toEqual({ tau: 0, unlikelyToolThreshold: -0.4 });
+    expect(refusal(file({ unlikelyToolThreshold: 'low' })).message).toMatch(/unlikelyToolThreshold: received "low"/);
     // An adapted model's: not measured.
     expect(parseModelOptionsFile(file({ tau: 0, familiarityThreshold: null }))).toEqual(file({ tau: 0, familiarityThreshold: null }));
     expect(refusal(file({ familiarityThreshold: '-3' })).message).toMatch(/Invalid option familiarityThreshold: received "-3"; allowed: /);
