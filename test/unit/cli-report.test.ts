@@ -103,6 +103,16 @@ describe('edgearmor check: the table', () => {
     expect(table).not.toMatch(/poisoned tool description/);
   });
 
+  it('gives a block by the unlikely-tool rule its own headline and FLAGGED row, and shows the rule unflagged where it ran', () => {
+    const unlikely = (flagged: boolean): Verdict => ({ ...verdict(), ...(flagged ? { detected: true, decision: 'block' as const } : {}), unlikelyTool: { logProbPerToken: -1.25, threshold: -0.5, flagged } });
+    const table = verdictTable('c1', INPUT, unlikely(true));
+    expect(table.split('\n')[0]).toBe('case c1: BLOCK (unlikely tool: the proxy expected it at -1.25 a token, below -0.50) -> send_money');
+    expect(table).toContain('  unlikely tool: log P(tool name) -1.250 a token, threshold -0.50  FLAGGED: nothing in the context explains calling this tool to the proxy');
+    const allowed = verdictTable('c1', INPUT, { ...unlikely(false), unlikelyTool: { logProbPerToken: -0.25, threshold: -0.5, flagged: false } });
+    expect(allowed).toContain('  unlikely tool: log P(tool name) -0.250 a token, threshold -0.50\n');
+    expect(allowed).not.toContain('FLAGGED');
+  });
+
   it('prints a FLAGGED row for every block and none for an allow', () => {
     for (const opts of [{ spanFlagged: true }, { descriptionFlagged: true }, { attention: true }]) {
       const v = verdict(opts);
