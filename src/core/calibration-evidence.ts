@@ -64,7 +64,7 @@ function windowKinds(verdict: Verdict, options: Pick<ResolvedGuardOptions, 'tool
   };
 }
 
-/** The evidence of a verdict the guard returned with `options`: its failure, deltas, description scores and AIR. */
+/** The evidence of a verdict the guard returned with `options`: its failure, deltas, description scores, AIR and the tool name's log-probability. */
 export function evidenceOf(
   verdict: Verdict,
   options: Pick<ResolvedGuardOptions, 'toolPoisoning' | 'noiseFloor' | 'tau'>,
