@@ -29,12 +29,10 @@ import {
 } from '../core/calibration.js';
 import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { FAMILIARITY_MIN_CHECKS } from '../core/familiarity.js';
-import type { Guard } from '../core/guard-api.js';
 import { isPlainObject } from '../core/json.js';
 import { quantile } from '../core/metrics.js';
-import { applyModelOptions, MODEL_OPTION_PATHS, type ModelCalibration, type ModelOptions, type ModelOptionPath } from '../core/model-options.js';
-import { setOptionAt } from '../core/option-sources.js';
-import { mergeOptions, resolveOptions, type GuardOptions, type ResolvedGuardOptions } from '../core/options.js';
+import { applyModelOptions, judgedOptions, MODEL_OPTION_PATHS, type ModelCalibration, type ModelOptions, type ModelOptionPath } from '../core/model-options.js';
+import { mergeOptions, resolveOptions, type GuardOptions } from '../core/options.js';
 import type { ModelVariant, RemoteProxyOptions } from '../core/runtime-options.js';
 import { embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
 import { measureCheckSeconds, scoreAll } from './holdout.js';
@@ -165,14 +163,6 @@ function validate(o: CalibrateOptions, targetFpr: number, budget: number): { mod
   return { modelDir, out };
 }
 
-/** The options the guard judged with: the caller's over the model's file (as the conductor layers them), over the defaults. */
-async function judgedOptions(guard: Guard, caller: GuardOptions): Promise<ResolvedGuardOptions> {
-  const status = await guard.ready;
-  const fromFile: Record<string, unknown> = {};
-  for (const [path, value] of Object.entries(status.modelOptions?.applied ?? {})) setOptionAt(fromFile, path.split('.'), value);
-  return resolveOptions(mergeOptions(caller, fromFile as GuardOptions));
-}
-
 /** Calibrates the proxy on the traffic and writes the point; returns the report. */
 export async function calibrate(options: CalibrateOptions): Promise<CalibrateReport> {
   const start = Date.now();
@@ -202,7 +192,7 @@ export async function calibrate(options: CalibrateOptions): Promise<CalibrateRep
   });
   const work = mkdtempSync(join(tmpdir(), 'edgearmor-calibrate-'));
   try {
-    const judged = await judgedOptions(guard, caller);
+    const judged = judgedOptions(caller, (await guard.ready).modelOptions);
     const probe = order.slice(0, 3).map((c) => traffic.sitesOf.get(c)![0]!.input);
     const secondsPerCheck = await measureCheckSeconds(guard, probe, options.signal);
     const sized = Math.floor((left() * SCORING_SHARE * 60) / Math.max(secondsPerCheck, 0.01));

@@ -20,10 +20,8 @@ import {
 } from '../eval/index.js';
 import { resolveOptions } from '../core/options.js';
 import { REWRITES, rewriteCase, type RewriteName } from '../eval/rewrites.js';
-import { EXTERNAL_OPTIONS, mergeOptions, setOptionAt } from '../core/option-sources.js';
-import type { ModelOptionsStatus } from '../core/model-options.js';
-import type { GuardOptions } from '../core/option-registry.js';
-import type { ResolvedGuardOptions } from '../core/options.js';
+import { EXTERNAL_OPTIONS } from '../core/option-sources.js';
+import { judgedOptions } from '../core/model-options.js';
 import { fail, guardOptionsFrom, GUARD_FLAGS, REMOTE_PROXY_USAGE, withNegativeNumbers } from './flags.js';
 import { modelOptionsLine } from './report.js';
 
@@ -54,13 +52,6 @@ ${REMOTE_PROXY_USAGE}
 
 const BASELINES = ['regex', 'reference', 'never', 'always'] as const;
 type BaselineName = (typeof BASELINES)[number];
-
-/** The options the guard judges with: the caller's over the values of the model's guard-options.json it applied. */
-function judgedOptions(caller: GuardOptions, model: ModelOptionsStatus | null): ResolvedGuardOptions {
-  const fromModel: Record<string, unknown> = {};
-  for (const [path, value] of Object.entries(model?.applied ?? {})) setOptionAt(fromModel, path.split('.'), value);
-  return resolveOptions(mergeOptions(fromModel as GuardOptions, caller));
-}
 
 function parseBaselines(value: string | undefined, off: boolean | undefined): BaselineName[] {
   if (off) return [];

@@ -32,6 +32,9 @@ export type FamiliarityJudgement =
 
 type Scored = Pick<AttributionResult, 'variants' | 'actionTokenCount'>;
 
+/** The least of a check's per-window values, or null without any. */
+const least = (perWindow: readonly number[]): number | null => (perWindow.length === 0 ? null : Math.min(...perWindow));
+
 /** log P(call | whole context) per action token in each window a check was scored in (one without windows; none without a model pass). */
 export function callLogProbsPerWindow(attribution: Scored | null | undefined): number[] {
   if (!attribution || attribution.actionTokenCount <= 0) return [];
@@ -43,8 +46,7 @@ export function callLogProbsPerWindow(attribution: Scored | null | undefined): n
  * check's windows (its least predicted), or null for a verdict without a model pass.
  */
 export function callLogProbPerToken(attribution: Scored | null | undefined): number | null {
-  const perWindow = callLogProbsPerWindow(attribution);
-  return perWindow.length === 0 ? null : Math.min(...perWindow);
+  return least(callLogProbsPerWindow(attribution));
 }
 
 /**
@@ -54,8 +56,7 @@ export function callLogProbPerToken(attribution: Scored | null | undefined): num
  * arguments, whose log-probability is low for benign calls too.
  */
 export function toolNameLogProbPerToken(attribution: Pick<AttributionResult, 'variants'> | null | undefined): number | null {
-  const perWindow = (attribution?.variants ?? []).flatMap((v) => (v.kind === 'full' && v.parts && v.parts.name.tokenCount > 0 ? [v.parts.name.logProb / v.parts.name.tokenCount] : []));
-  return perWindow.length === 0 ? null : Math.min(...perWindow);
+  return least((attribution?.variants ?? []).flatMap((v) => (v.kind === 'full' && v.parts && v.parts.name.tokenCount > 0 ? [v.parts.name.logProb / v.parts.name.tokenCount] : [])));
 }
 
 /** An empty count at a model's threshold. */

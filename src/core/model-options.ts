@@ -7,9 +7,9 @@
  */
 import { InvalidOptionsError, ModelLoadError } from './errors.js';
 import { describeValue, isPlainObject } from './json.js';
-import { mergeOptions } from './option-sources.js';
+import { mergeOptions, setOptionAt } from './option-sources.js';
 import type { GuardOptions } from './option-registry.js';
-import { resolveOptions } from './options.js';
+import { resolveOptions, type ResolvedGuardOptions } from './options.js';
 
 /** The options file's name inside a model directory. */
 export const MODEL_OPTIONS_FILE = 'guard-options.json';
@@ -165,6 +165,13 @@ export function modelOptionsFileText(options: ModelOptions, meta: { source: stri
     ...(meta.calibration ? { calibration: meta.calibration } : {}),
   });
   return `${JSON.stringify(file, null, 2)}\n`;
+}
+
+/** The options a guard judges with: the caller's over the values of its model's file that applied (as {@link applyModelOptions} layers them), over the defaults. */
+export function judgedOptions(caller: GuardOptions, model: ModelOptionsStatus | null): ResolvedGuardOptions {
+  const fromFile: Record<string, unknown> = {};
+  for (const [path, value] of Object.entries(model?.applied ?? {})) setOptionAt(fromFile, path.split('.'), value);
+  return resolveOptions(mergeOptions(caller, fromFile as GuardOptions));
 }
 
 /**

@@ -155,7 +155,7 @@ export async function scoreAndJudge(
   for (const [i, cut] of cuts.entries()) {
     const w = windowed.get(i);
     if (w) {
-      const verdict = judgeUnlikelyTool(await judgeWindows(cut, w, windowScores.slice(offset, (offset += w.jobs.length)), scorer, judged, extras), judged);
+      const verdict = await judgeWindows(cut, w, windowScores.slice(offset, (offset += w.jobs.length)), scorer, judged, extras);
       verdict.timings = { ...verdict.timings, ...timings };
       verdicts.push(verdict);
       continue;
@@ -163,9 +163,10 @@ export async function scoreAndJudge(
     await yieldToEventLoop();
     signal.throwIfAborted();
     const tJudge = now();
-    const verdict = judgeUnlikelyTool(judge({ context: cut.context, ...requests[i]!, scores: withCut(scores[i]!, cut.cutChars), options: judged, capabilities: scorer.info, extras: { ...extras, timings: { ...timings } } }), judged);
+    const verdict = judge({ context: cut.context, ...requests[i]!, scores: withCut(scores[i]!, cut.cutChars), options: judged, capabilities: scorer.info, extras: { ...extras, timings: { ...timings } } });
     verdict.timings['attributionMs'] = now() - tJudge;
     verdicts.push(verdict);
   }
-  return verdicts;
+  // The unlikely-tool rule reads the whole check, judged whole or merged from its windows.
+  return verdicts.map((v) => judgeUnlikelyTool(v, judged));
 }
