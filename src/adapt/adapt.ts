@@ -20,7 +20,7 @@ import { parseGuardInput } from '../core/adapters.js';
 import { tooFewHeldOut, worseThanBase } from '../core/adapt-refusal.js';
 import { blockedAt, chooseOperatingPoint, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, pointOptions, thresholdsOf, type OperatingThresholds } from '../core/calibration.js';
 import { InvalidOptionsError, ModelLoadError } from '../core/errors.js';
-import { countFamiliarity, emptyFamiliarity } from '../core/familiarity.js';
+import { calibratedFamiliarityThreshold, countFamiliarity, emptyFamiliarity } from '../core/familiarity.js';
 import { quantile } from '../core/metrics.js';
 import type { Guard } from '../core/guard-api.js';
 import type { ConductorGuard } from '../core/conductor.js';
@@ -273,6 +273,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
           base: realCalls(baseScored).reduce(countFamiliarity, emptyFamiliarity((await base.status()).familiarity.threshold)),
           baseMedian: quantile(realCalls(baseScored), 0.5),
           adaptedMedian: quantile(realCalls(adaptedScored), 0.5),
+          adaptedThreshold: calibratedFamiliarityThreshold(realCalls(adaptedScored)),
         },
       },
       generator,
@@ -299,9 +300,11 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
       const manifest = await buildManifest(out, `${readModelName(candidateDir)}-adapted`);
       writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
       // Validated and pinned in the manifest: the guard applies it under any option the caller sets.
-      // The base's familiarity threshold was measured on the base's log-probabilities, not on these.
       // The description margins and AIR thresholds chosen with (w, tau) where the held-out checks carried those signals.
-      await writeModelOptions(out, { ...pointOptions(adaptedPoint, adaptedChoice.signals), familiarityThreshold: null }, { source: 'edgearmor adapt', created: report.created });
+      // The familiarity threshold as calibrate sets it, from the adapted model's own log-probabilities of the real
+      // held-out calls (the base's was measured on the base's): traffic mostly below it is not the traffic the
+      // point was placed on. null where too few real calls were scored to say.
+      await writeModelOptions(out, { ...pointOptions(adaptedPoint, adaptedChoice.signals), familiarityThreshold: report.holdout.familiarity.adaptedThreshold }, { source: 'edgearmor adapt', created: report.created });
     }
     report.minutes.write = minutesSince(writeStart);
     report.minutes.total = minutesSince(start);

@@ -28,9 +28,8 @@ import {
   type SignalCounts,
 } from '../core/calibration.js';
 import { InvalidInputError, InvalidOptionsError, ModelLoadError } from '../core/errors.js';
-import { FAMILIARITY_MIN_CHECKS } from '../core/familiarity.js';
+import { calibratedFamiliarityThreshold, FAMILIARITY_QUANTILE } from '../core/familiarity.js';
 import { isPlainObject } from '../core/json.js';
-import { quantile } from '../core/metrics.js';
 import { applyModelOptions, judgedOptions, MODEL_OPTION_PATHS, type ModelCalibration, type ModelOptions, type ModelOptionPath } from '../core/model-options.js';
 import { mergeOptions, resolveOptions, type GuardOptions } from '../core/options.js';
 import type { ModelVariant, RemoteProxyOptions } from '../core/runtime-options.js';
@@ -63,13 +62,6 @@ const SCORING_SHARE = 0.85;
 /** Fewest injected and benign checks the point is chosen on: fewer and the budget ran out too early. */
 const MIN_SCORED_PER_LABEL = 5;
 
-/**
- * The familiarity threshold is this quantile of the real calls' log-probability per action token: a later
- * check below it is predicted worse than 90% of the calls the point was measured on, and most checks below
- * it (core/familiarity.ts judges at half) mean traffic unlike the calibration traffic, where the point's
- * rates do not hold. On the calibration traffic itself about a tenth fall below it: an agent it knows.
- */
-export const FAMILIARITY_QUANTILE = 0.1;
 
 /** The options of one calibration. */
 export interface CalibrateOptions {
@@ -231,8 +223,7 @@ export async function calibrate(options: CalibrateOptions): Promise<CalibrateRep
     const choice = chooseOperatingPoint(evidence, { ...DEFAULT_CALIBRATION_SEARCH, targetFpr, preferredUserWeight: judged.userWeight, current });
     const realLogProbs = scored.flatMap((x) => (x.e.real && x.logProbPerToken !== null ? [x.logProbPerToken] : []));
     // Too few real calls say nothing of the agent: the threshold is then left as it was.
-    const q = realLogProbs.length >= FAMILIARITY_MIN_CHECKS ? quantile(realLogProbs, FAMILIARITY_QUANTILE) : null;
-    const familiarityThreshold = q === null ? null : Math.floor(q * 100) / 100;
+    const familiarityThreshold = calibratedFamiliarityThreshold(realLogProbs);
     const written: ModelOptions = { ...pointOptions(choice.chosen, choice.signals), ...(familiarityThreshold !== null ? { familiarityThreshold } : {}) };
     const realCalls = evidence.filter((c) => c.real).length;
     const calibration: ModelCalibration = { targetFpr, injected, benign, realCalls, tpr: choice.chosen.tpr, fpr: choice.chosen.fpr, rocAuc: choice.chosen.rocAuc };

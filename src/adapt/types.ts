@@ -123,10 +123,10 @@ export interface AdaptReport {
     /**
      * How well each model predicts the real held-out calls (log P(call | context) per action token, the least
      * of a check's windows; core/familiarity.ts): the base's count at its familiarityThreshold (most of them
-     * below: an agent the base model did not know) and each model's median. The adapted model's threshold is
-     * not measured: its guard-options.json sets it to null.
+     * below: an agent the base model did not know), each model's median, and the adapted model's threshold, which
+     * its guard-options.json sets (calibratedFamiliarityThreshold: their 10% quantile; null from too few calls).
      */
-    familiarity: { base: FamiliarityCount; baseMedian: number | null; adaptedMedian: number | null };
+    familiarity: { base: FamiliarityCount; baseMedian: number | null; adaptedMedian: number | null; adaptedThreshold: number | null };
   };
   generator: { cases: number; base: { tpr: number; fpr: number }; adapted: { tpr: number; fpr: number } } | null;
   /** The point the written model's guard-options.json sets (a signal no held-out check carried keeps the base's threshold). */

@@ -86,7 +86,7 @@ export function reportTable(r: AdaptReport, out: string): string {
     `minutes: machine ${m.machine.toFixed(1)}, planting ${m.plant.toFixed(1)}, held-out base ${m.holdoutBase.toFixed(1)}, screening ${m.screen.toFixed(1)}, training ${m.train.toFixed(1)}, held-out adapted ${m.holdoutAdapted.toFixed(1)}, writing ${m.write.toFixed(1)}; ${m.total.toFixed(1)} of ${m.budget} (screening and held-out scoring ${(m.screen + m.score).toFixed(1)}, ${Math.round((100 * (m.screen + m.score)) / m.budget)}%)`,
     ...(r.refusal && r.written ? [`WARNING (--force): ${r.refusal}`] : []),
     r.written
-      ? `wrote ${out}: q4 model, tokenizer, config, guard-options.json (userWeight ${r.chosen.userWeight}, tau ${r.chosen.tau}, description margins ${r.chosen.descriptionMargin} / ${r.chosen.firstCallDescriptionMargin} before tool results, AIR ${r.chosen.airThreshold} / ${r.chosen.firstCallAirThreshold}, unlikely tool ${r.chosen.unlikelyToolThreshold === null ? 'off' : `below ${r.chosen.unlikelyToolThreshold}`}, familiarityThreshold null: not measured for the adapted model), adapt-report.json, manifest.json`
+      ? `wrote ${out}: q4 model, tokenizer, config, guard-options.json (userWeight ${r.chosen.userWeight}, tau ${r.chosen.tau}, description margins ${r.chosen.descriptionMargin} / ${r.chosen.firstCallDescriptionMargin} before tool results, AIR ${r.chosen.airThreshold} / ${r.chosen.firstCallAirThreshold}, unlikely tool ${r.chosen.unlikelyToolThreshold === null ? 'off' : `below ${r.chosen.unlikelyToolThreshold}`}, familiarityThreshold ${r.holdout.familiarity.adaptedThreshold === null ? 'null: too few real calls scored' : r.holdout.familiarity.adaptedThreshold}), adapt-report.json, manifest.json`
       : `nothing written: ${r.refusal}`,
     ...adaptAdvice(r),
   ];

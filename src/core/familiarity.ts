@@ -7,6 +7,7 @@
  * that this agent is one the proxy does not know, and that `edgearmor adapt` is the remedy.
  */
 import type { AttributionResult } from './attribution.js';
+import { quantile } from './metrics.js';
 
 /** How many of a guard's checks the proxy predicted poorly: `GuardStatus.familiarity`. */
 export interface FamiliarityCount {
@@ -23,6 +24,24 @@ export interface FamiliarityCount {
 
 /** Fewest checks before an agent is judged: the sets measured put 91-99% or 0-2% of their checks below. */
 export const FAMILIARITY_MIN_CHECKS = 10;
+
+/**
+ * A calibrated threshold is this quantile of the real calls' log-probability per action token: a later check
+ * below it is predicted worse than 90% of the calls the point was measured on, and most checks below it (judged
+ * at half) mean traffic unlike the calibration traffic, where the point's rates do not hold. On the calibration
+ * traffic itself about a tenth fall below it: an agent it knows.
+ */
+export const FAMILIARITY_QUANTILE = 0.1;
+
+/**
+ * The familiarity threshold a calibration writes: {@link FAMILIARITY_QUANTILE} of the real calls' log-probabilities
+ * per action token, rounded down to 0.01; null from fewer than {@link FAMILIARITY_MIN_CHECKS} calls, which say
+ * nothing of the agent.
+ */
+export function calibratedFamiliarityThreshold(realCallLogProbs: readonly number[]): number | null {
+  const q = realCallLogProbs.length >= FAMILIARITY_MIN_CHECKS ? quantile(realCallLogProbs, FAMILIARITY_QUANTILE) : null;
+  return q === null ? null : Math.floor(q * 100) / 100;
+}
 
 /** What the counts say of the agent. */
 export type FamiliarityJudgement =

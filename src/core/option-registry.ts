@@ -115,7 +115,7 @@ export const GUARD_OPTIONS = group(
     }),
     familiarityThreshold: option(v.nullable(finite), -4.92, {
       summary:
-        "log-probability of the call per action token under which the proxy predicts it poorly; `status().familiarity` counts such checks, and most of an agent's checks below it mean an agent the proxy does not know (its verdicts there near chance: adapt it). Measured for the embedded model (docs/options.md); null: not measured for this model, the agent is not judged. Decides nothing",
+        "log-probability of the call per action token under which the proxy predicts it poorly; `status().familiarity` counts such checks, and most of an agent's checks below it mean an agent the proxy does not know (its verdicts there near chance: adapt it). Measured for the embedded model (docs/options.md); `edgearmor calibrate` and `edgearmor adapt` set a model's from the real calls they calibrate on (below it: traffic unlike that); null: not measured for this model, the agent is not judged. Decides nothing",
     }),
     unlikelyToolThreshold: option(v.nullable(finite), null, {
       summary:

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { adapt, type AdaptProgress } from '../../src/adapt/adapt.js';
 import { SCORING_SHARE } from '../../src/adapt/holdout.js';
+import { FAMILIARITY_MIN_CHECKS } from '../../src/core/familiarity.js';
 import { reportTable } from '../../src/cli/adapt.js';
 import { createNodeGuard, buildManifest } from '../../src/node.js';
 import { iterateCases } from '../../src/scenarios/index.js';
@@ -153,9 +154,14 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     try {
       const c = [...iterateCases({ split: 'test', seed: 1, n: 20 })].find((x) => x.messages.some((m) => m.role === 'tool'));
       const verdict = await guard.check({ messages: c!.messages, action: c!.action, tools: c!.tools });
-      // The base's familiarity threshold does not carry over to the adapted weights: not measured.
+      // The familiarity threshold is the adapted model's own (the base's does not carry over to the adapted
+      // weights): the 10% quantile of its log-probabilities of the real held-out calls, 10 of the 24 cases here.
+      const threshold = report.holdout.familiarity.adaptedThreshold;
+      expect(report.holdout.realCalls).toBeGreaterThanOrEqual(FAMILIARITY_MIN_CHECKS);
+      expect(threshold).toBeTypeOf('number');
+      expect(threshold!).toBeLessThanOrEqual(familiarity.adaptedMedian!);
       const applied = (await guard.status()).modelOptions?.applied ?? {};
-      expect(applied).toMatchObject({ userWeight: report.chosen.userWeight, tau: report.chosen.tau, familiarityThreshold: null });
+      expect(applied).toMatchObject({ userWeight: report.chosen.userWeight, tau: report.chosen.tau, familiarityThreshold: threshold });
       // The description margins and AIR thresholds chosen with them, where the held-out checks carried those signals.
       const chosen = {
         'toolPoisoning.leaveOneOutMargin': report.chosen.descriptionMargin,
@@ -167,7 +173,7 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
       // The unlikely-tool rule is in the file exactly where the point turned it on.
       expect(applied['unlikelyToolThreshold'] ?? null).toBe(report.chosen.unlikelyToolThreshold);
       for (const [path, value] of Object.entries(applied)) if (path in chosen) expect(value, path).toBe(chosen[path as keyof typeof chosen]);
-      expect((await guard.status()).familiarity).toEqual({ threshold: null, checks: 1, below: 0 });
+      expect((await guard.status()).familiarity).toMatchObject({ threshold, checks: 1 });
       expect(verdict.attribution?.tau).toBe(report.chosen.tau);
       await pinned.check({ messages: c!.messages, action: c!.action, tools: c!.tools });
       expect((await pinned.status()).modelOptions?.overridden).toEqual(['tau']);

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { AttributionResult } from '../../src/core/attribution.js';
-import { callLogProbPerToken, callLogProbsPerWindow, countFamiliarity, emptyFamiliarity, familiarityLine, FAMILIARITY_MIN_CHECKS, judgeFamiliarity } from '../../src/core/familiarity.js';
+import { calibratedFamiliarityThreshold, callLogProbPerToken, callLogProbsPerWindow, countFamiliarity, emptyFamiliarity, familiarityLine, FAMILIARITY_MIN_CHECKS, FAMILIARITY_QUANTILE, judgeFamiliarity } from '../../src/core/familiarity.js';
 
 type Scored = Pick<AttributionResult, 'variants' | 'actionTokenCount'>;
 const variant = (kind: 'full' | 'no-user' | 'no-span', logProb: number) => ({ id: kind, kind, logProb }) as unknown as AttributionResult['variants'][number];
@@ -52,5 +52,17 @@ describe('the count and its judgement', () => {
       'familiarity: 1 of 2 calls predicted below -4.92 nats per action token; too few checks to judge the agent (10 needed)',
     );
     expect(familiarityLine(counted(null, [-1]))).toBe('familiarity: not measured for this model (familiarityThreshold is null)');
+  });
+});
+
+describe('calibratedFamiliarityThreshold', () => {
+  it(`is the real calls' ${FAMILIARITY_QUANTILE * 100}% quantile rounded down to 0.01, and null from fewer than ${FAMILIARITY_MIN_CHECKS} calls`, () => {
+    // -1 ... -10: numpy's linear quantile at 0.1 is -9.1 (between the two lowest, -10 and -9).
+    const calls = Array.from({ length: 10 }, (_, i) => -(i + 1));
+    expect(calibratedFamiliarityThreshold(calls)).toBe(-9.1);
+    // -0.123: rounded down, never up, so the calls it was measured on stay at or above it.
+    expect(calibratedFamiliarityThreshold(Array.from({ length: 20 }, () => -0.123))).toBe(-0.13);
+    expect(calibratedFamiliarityThreshold(calls.slice(1))).toBeNull();
+    expect(calibratedFamiliarityThreshold([])).toBeNull();
   });
 });
