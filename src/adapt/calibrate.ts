@@ -62,7 +62,6 @@ const SCORING_SHARE = 0.85;
 /** Fewest injected and benign checks the point is chosen on: fewer and the budget ran out too early. */
 const MIN_SCORED_PER_LABEL = 5;
 
-
 /** The options of one calibration. */
 export interface CalibrateOptions {
   /** The traffic file (.jsonl, one attack-free conversation a line). */
