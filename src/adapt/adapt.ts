@@ -221,6 +221,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     const baseCompared = cutShort ? operatingPoint(basePaired.map((x) => x.e), baseThresholds) : basePoint;
     const baseRecalibratedCompared = cutShort ? chooseOperatingPoint(basePaired.map((x) => x.e), search).chosen : baseRecalibrated;
     const adaptedCases = adaptedScored.map((x) => x.e);
+    const adaptedRealCalls = realCalls(adaptedScored);
     const replayMismatches = [...baseScored, ...adaptedScored].filter((x) => x.blocked !== blockedAt(x.e.evidence, baseThresholds)).length;
     const adaptedChoice = chooseOperatingPoint(adaptedCases, search);
     const adaptedPoint = adaptedChoice.chosen;
@@ -272,8 +273,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
         familiarity: {
           base: realCalls(baseScored).reduce(countFamiliarity, emptyFamiliarity((await base.status()).familiarity.threshold)),
           baseMedian: quantile(realCalls(baseScored), 0.5),
-          adaptedMedian: quantile(realCalls(adaptedScored), 0.5),
-          adaptedThreshold: calibratedFamiliarityThreshold(realCalls(adaptedScored)),
+          adaptedMedian: quantile(adaptedRealCalls, 0.5),
+          adaptedThreshold: calibratedFamiliarityThreshold(adaptedRealCalls),
         },
       },
       generator,
