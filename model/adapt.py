@@ -1,4 +1,5 @@
-"""The Python half of `edgearmor adapt`: fine-tunes a proxy on the CPU on a user's own attack-free agent traffic.
+"""The Python half of `edgearmor adapt`: fine-tunes a proxy on a user's own attack-free agent traffic, on the CPU or
+a CUDA GPU (--device cuda).
 
     LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 model/adapt.py \\
         --work WORK --base DIR --train-minutes M [--seed 1] [--threads 2] [--families train|all] ...
@@ -45,6 +46,10 @@ GENERATOR_REQUEST_COUNTERFACTUALS = 0.33
 VALIDATION_TRAFFIC_SEQUENCES = 64
 GENERATOR_VALIDATION_CASES = 32
 WARMUP_STEPS = 20
+# A GPU's schedule: this many passes over the training data, between where the held-out traffic's loss bottomed out
+# on the cross-suite protocol's suites (docs/adapt.md, "More training than the CPU gives"); later steps only overfit
+# the traffic. On the CPU, where a pass takes about an hour, the schedule is the time budget.
+GPU_EPOCHS = 3.0
 PROGRESS_EVERY_S = 10.0
 # What the export (fp32 ONNX, q4, manifest) is given at the end of --wall-minutes: a multiple of the time importing
 # the base took (the same graph read the other way, plus quantizing), and at least a floor.
@@ -81,8 +86,16 @@ def parse_args(argv=None):
     ap.add_argument("--max-len", type=int, default=1024)
     ap.add_argument("--batch-tokens", type=int, default=8192)
     ap.add_argument("--lr", type=float, default=5e-4)
-    ap.add_argument("--eval-every-minutes", type=float, default=2.0)
-    ap.add_argument("--steps", type=int, default=100000)
+    ap.add_argument("--eval-every-minutes", type=float,
+                    help="minutes between evaluations on the held-out traffic (default 2 on the CPU, 0.25 on a GPU, "
+                         "where a minute is hundreds of steps)")
+    ap.add_argument("--patience", type=int, default=8,
+                    help="stop training after this many evaluations in a row without a better held-out loss (0: never)")
+    ap.add_argument("--steps", type=int,
+                    help="the learning-rate schedule's length in steps (default: on the CPU none, the schedule follows "
+                         f"the time budget; on a GPU {GPU_EPOCHS:g} passes over the training data)")
+    ap.add_argument("--device", default="cpu",
+                    help="where training runs: cpu, or cuda (torch 2 with a GPU; bfloat16 autocast, fp32 master weights)")
     ap.add_argument("--plant-only", action="store_true",
                     help="write holdout-cases.jsonl and stop (the same cases the training run writes for the same inputs); "
                          "needs only the standard library (edgearmor calibrate runs it without torch)")
@@ -271,6 +284,10 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    device = args.device
+    if device != "cpu" and not (device.startswith("cuda") and torch.cuda.is_available()):
+        say(f'edgearmor adapt: --device {device}: torch {torch.__version__} has no such device here (cpu, or cuda where torch sees a GPU)')
+        return 2
 
     emit("stage", stage="import", seconds=since())
     base_run = os.path.join(args.work, "base-run")
@@ -294,8 +311,11 @@ def main(argv=None) -> int:
     train_ex = data["train"]
 
     emit("stage", stage="train", seconds=since())
-    model = load(base_run).train()
-    model.fused_attention = False
+    # bfloat16 autocast on a GPU, as lab/model/gpu-train.sh trains; the weights and the optimiser stay fp32.
+    amp = torch.bfloat16 if device != "cpu" else None
+    eval_every = args.eval_every_minutes if args.eval_every_minutes is not None else (2.0 if device == "cpu" else 0.25)
+    model = load(base_run).to(device).train()
+    model.fused_attention = device != "cpu" and hasattr(torch.nn.functional, "scaled_dot_product_attention")
     cfg = model.cfg
     opt = make_optimizer(model, args.lr)
     budget = args.train_minutes
@@ -306,14 +326,16 @@ def main(argv=None) -> int:
     t_train = time.time()
     minutes = lambda: (time.time() - t_train) / 60
 
+    since_best = 0  # evaluations since the best one
+
     def validate():
-        nonlocal best
+        nonlocal best, since_best
         t = time.time()
         rec = {"step": step, "minutes": round(minutes(), 3)}
         if data["val_traffic"]:
-            rec["traffic_loss"], rec["traffic_action_loss"] = evaluate(model, data["val_traffic"], cfg.pad_token_id, args.batch_tokens)
+            rec["traffic_loss"], rec["traffic_action_loss"] = evaluate(model, data["val_traffic"], cfg.pad_token_id, args.batch_tokens, device, amp)
         if data["val_gen"]:
-            rec["generator_loss"], rec["generator_action_loss"] = evaluate(model, data["val_gen"], cfg.pad_token_id, args.batch_tokens)
+            rec["generator_loss"], rec["generator_action_loss"] = evaluate(model, data["val_gen"], cfg.pad_token_id, args.batch_tokens, device, amp)
         rec["seconds"] = round(time.time() - t, 2)
         eval_seconds[0] += time.time() - t
         # Chosen on the held-out traffic; the generator's loss only when the holdout has no calls.
@@ -321,7 +343,10 @@ def main(argv=None) -> int:
         log["evals"].append(rec)
         emit("eval", **rec)
         if key is not None and (best is None or key < best[0]):
-            best = (key, step, {k: v.detach().clone() for k, v in model.state_dict().items()})
+            best = (key, step, {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()})
+            since_best = 0
+        else:
+            since_best += 1
 
     validate()
     base_eval = log["evals"][0]
@@ -338,14 +363,20 @@ def main(argv=None) -> int:
     rng = random.Random(f"{args.seed}:adapt-batches")
     last_progress = last_eval = time.time()
     loss_value = None
-    stop = lambda: interrupted or step >= args.steps or minutes() >= budget
+    # Converged: the held-out loss has not improved for --patience evaluations (a GPU gets there in minutes;
+    # what is left of the budget would only be spent overfitting the training traffic).
+    stale = lambda: args.patience > 0 and since_best >= args.patience
+    per_epoch = len(batches(train_ex, args.batch_tokens, random.Random(0)))
+    steps = args.steps if args.steps is not None else (100000 if device == "cpu" else max(WARMUP_STEPS + 1, round(GPU_EPOCHS * per_epoch)))
+    log["budget"]["schedule_steps"] = steps
+    stop = lambda: interrupted or step >= steps or minutes() >= budget or stale()
     while not stop() and train_ex:
         for idx in batches(train_ex, args.batch_tokens, rng):
             if stop():
                 break
             for g in opt.param_groups:
-                g["lr"] = cosine_lr(args.lr, step, WARMUP_STEPS, args.steps, minutes() / budget if step > 0 else 0.0)
-            loss, n = train_step(model, opt, train_ex, idx, cfg.pad_token_id)
+                g["lr"] = cosine_lr(args.lr, step, WARMUP_STEPS, steps, minutes() / budget if step > 0 else 0.0)
+            loss, n = train_step(model, opt, train_ex, idx, cfg.pad_token_id, device, amp)
             loss_value = loss.item()
             tokens_seen += n
             step += 1
@@ -356,16 +387,19 @@ def main(argv=None) -> int:
                 log["progress"].append(rec)
                 emit("progress", **rec)
             # An evaluation that would run past the budget is left to the final one.
-            if time.time() - last_eval >= args.eval_every_minutes * 60 and not interrupted and minutes() + one_eval / 60 < budget:
+            if time.time() - last_eval >= eval_every * 60 and not interrupted and minutes() + one_eval / 60 < budget:
                 validate()
                 last_eval = time.time()
     train_minutes = minutes()
+    stopped = "interrupted" if interrupted else "converged" if stale() else "schedule" if step >= steps else "budget"
     if step > 0 and not interrupted and log["evals"][-1]["step"] != step:
         validate()
+    model = model.to("cpu")
+    model.fused_attention = False
     if best is not None:
         model.load_state_dict(best[2])
     best_eval = next((e for e in log["evals"] if best is not None and e["step"] == best[1]), base_eval)
-    say(f"trained {step} steps, {tokens_seen} tokens in {train_minutes:.2f} min; best step {best_eval['step']}")
+    say(f"trained {step} steps, {tokens_seen} tokens in {train_minutes:.2f} min on {device} ({stopped}); best step {best_eval['step']}")
 
     emit("stage", stage="export", seconds=since())
     t_export = time.time()
@@ -395,14 +429,14 @@ def main(argv=None) -> int:
         f.write("\n")
     quantize_seconds = time.time() - t_q
 
-    log.update(steps_done=step, tokens_seen=tokens_seen, train_minutes=train_minutes, interrupted=interrupted,
+    log.update(steps_done=step, tokens_seen=tokens_seen, train_minutes=train_minutes, interrupted=interrupted, stopped=stopped,
                tokens_per_second=tokens_seen / max(train_minutes * 60 - eval_seconds[0], 1e-9), best_step=best_eval["step"],
                base=base_eval, best=best_eval, export_seconds=export_seconds, quantize_seconds=quantize_seconds,
                total_seconds=time.time() - t0)
     with open(os.path.join(args.work, "train-log.json"), "w") as f:
         json.dump(log, f, indent=1)
     shutil.rmtree(base_run, ignore_errors=True)
-    emit("stage", stage="done", seconds=since(), steps=step, bestStep=best_eval["step"], interrupted=interrupted,
+    emit("stage", stage="done", seconds=since(), steps=step, bestStep=best_eval["step"], interrupted=interrupted, stopped=stopped,
          base={k: base_eval.get(k) for k in ("traffic_loss", "generator_loss")},
          best={k: best_eval.get(k) for k in ("traffic_loss", "generator_loss")})
     return 0

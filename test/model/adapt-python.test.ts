@@ -104,12 +104,45 @@ describe.skipIf(!hasTorch)('edgearmor adapt, Python half (model/adapt.py)', () =
     const held = new Set(Array.from({ length: HOLDOUT_CONVERSATIONS }, (_, i) => `conv-${TRAIN_CONVERSATIONS + i}`));
     for (const c of holdout) expect(held.has(c.conversation), c.conversation).toBe(true);
 
-    const log = JSON.parse(readFileSync(join(work, 'train-log.json'), 'utf8')) as { steps_done: number; best_step: number; counts: { planted: Record<string, number>; lm: number; lm_conversations: number } };
+    const log = JSON.parse(readFileSync(join(work, 'train-log.json'), 'utf8')) as { steps_done: number; best_step: number; stopped: string; counts: { planted: Record<string, number>; lm: number; lm_conversations: number } };
     expect(log.steps_done).toBeGreaterThan(0);
+    expect(log.stopped).toBe('budget');
     // Every conversation is language-modelling data; one longer than the window counts once per window that covers its calls.
     expect(log.counts.lm_conversations).toBe(TRAIN_CONVERSATIONS);
     expect(log.counts.lm).toBeGreaterThanOrEqual(TRAIN_CONVERSATIONS);
     expect(Object.keys(log.counts.planted)).toEqual(expect.arrayContaining(['tool_result_injection/fresh', 'tool_poisoning/recurring']));
+  }, ADAPT_TIMEOUT_MS);
+
+  it('stops training once the held-out loss has not improved for --patience evaluations, and says so', () => {
+    const dir = join(work, 'patience');
+    mkdirSync(dir, { recursive: true });
+    for (const f of ['traffic-train.jsonl', 'traffic-holdout.jsonl', 'generator-train.jsonl', 'generator-validation.jsonl']) copyFileSync(join(work, f), join(dir, f));
+    // A learning rate of 5 wrecks the weights within a few steps; an evaluation after every step.
+    const run = adapt(dir, '--train-minutes', '3', '--holdout-cases', '20', '--max-len', '512', '--batch-tokens', '2048', '--lr', '5', '--eval-every-minutes', '0', '--patience', '2');
+    expect(run.status, run.stderr).toBe(0);
+    const log = JSON.parse(readFileSync(join(dir, 'train-log.json'), 'utf8')) as { steps_done: number; best_step: number; stopped: string; evals: Array<{ step: number; traffic_loss: number }> };
+    expect(log.stopped, JSON.stringify(log.evals)).toBe('converged');
+    expect(log.steps_done).toBe(log.best_step + 2);
+    expect(log.evals.map((e) => e.step)).toEqual(Array.from({ length: log.steps_done + 1 }, (_, i) => i));
+    const best = log.evals.find((e) => e.step === log.best_step)!;
+    for (const e of log.evals.slice(-2)) expect(e.traffic_loss).toBeGreaterThanOrEqual(best.traffic_loss);
+    expect(run.stderr).toMatch(new RegExp(`\\(converged\\); best step ${log.best_step}$`, 'm'));
+  }, ADAPT_TIMEOUT_MS);
+
+  it('trains on a CUDA GPU when asked and torch sees one, and refuses --device cuda where it does not', () => {
+    const cuda = spawnSync(PY, ['-c', 'import torch; print(torch.cuda.is_available())'], { encoding: 'utf8' }).stdout.trim() === 'True';
+    const dir = join(work, 'cuda');
+    mkdirSync(dir, { recursive: true });
+    for (const f of ['traffic-train.jsonl', 'traffic-holdout.jsonl', 'generator-train.jsonl', 'generator-validation.jsonl']) copyFileSync(join(work, f), join(dir, f));
+    const run = adapt(dir, '--device', 'cuda', '--train-minutes', '0.05', '--holdout-cases', '20', '--max-len', '512', '--batch-tokens', '2048');
+    if (cuda) {
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(/ min on cuda \(/);
+    } else {
+      expect(run.status).toBe(2);
+      expect(run.stderr.trim()).toMatch(/^edgearmor adapt: --device cuda: torch .* has no such device here \(cpu, or cuda where torch sees a GPU\)$/);
+      expect(existsSync(join(dir, 'candidate'))).toBe(false);
+    }
   }, ADAPT_TIMEOUT_MS);
 
   it('exits 2 with one line on bad input', () => {
