@@ -28,7 +28,7 @@ import { resolveOptions } from '../core/options.js';
 import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
 import { iterateCases } from '../scenarios/index.js';
 import { HOLDOUT_TIME_SHARE, holdoutPlan, inputSize, measureCheckSeconds, MIN_HOLDOUT_CASES, Pace, scoreByConversation, scoringPlan, type ScoredCase } from './holdout.js';
-import { measureTorch, slowTorchAdvice } from './machine.js';
+import { measureTorch, slowTorchAdvice, trainingDevice } from './machine.js';
 import { conversationRecord, jsonl, plantArgs, plantCases, readPlantableTraffic } from './planting.js';
 import { findPython, runPython } from './python.js';
 import { conversationStrata, stratifiedOrder, stratumCounts } from './sampling.js';
@@ -72,8 +72,9 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
   // 1. Traffic.
   const { conversations, sitesOf, withCalls, formats } = readPlantableTraffic(options.traffic, options.format, minConversations, 'adaptation', 'ideally several hundred (about 750 fit the 30-minute default here)');
   const python = findPython(options.python);
-  const machine = measureTorch(python, threads);
-  progress({ stage: 'machine', matmulGflops: machine.matmulGflops, blas: machine.blas, warning: slowTorchAdvice(machine), minutesLeft: left() });
+  const speed = measureTorch(python, threads);
+  const machine = { ...speed, device: trainingDevice(options.device ?? 'auto', speed) };
+  progress({ stage: 'machine', matmulGflops: machine.matmulGflops, blas: machine.blas, device: machine.device, gpu: machine.gpu, warning: slowTorchAdvice(machine, machine.device), minutesLeft: left() });
   const machineMinutes = minutesSince(start);
   // Drawn across the traffic (stratified by agent and first tool), so the held-out part and whatever part of the
   // training traffic screening reaches each hold every stratum at about its share.
@@ -100,7 +101,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
       jsonl([...train, ...lmOnly].map((c) => ({ ...conversationRecord(c), ...(excluded.has(c) ? { excluded_calls: excluded.get(c) } : {}), ...(unscreened.has(c) ? { unscreened: true } : {}) }))),
     );
   const pythonArgs = (trainMinutes: number, holdoutCases: number, wallMinutes: number): string[] => [
-    ...plantArgs({ work, seed, threads, families, cases: holdoutCases }), '--base', baseModel, '--train-minutes', trainMinutes.toFixed(3), '--wall-minutes', wallMinutes.toFixed(3),
+    ...plantArgs({ work, seed, threads, families, cases: holdoutCases }), '--base', baseModel, '--device', machine.device, '--train-minutes', trainMinutes.toFixed(3), '--wall-minutes', wallMinutes.toFixed(3),
     ...(options.training?.maxLen ? ['--max-len', String(options.training.maxLen)] : []),
     ...(options.training?.batchTokens ? ['--batch-tokens', String(options.training.batchTokens)] : []),
   ];
@@ -255,7 +256,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
         screenedByStratum: stratumCounts(train, screened, stratumOf).map(({ stratum, conversations: n, reached: k }) => ({ stratum, conversations: n, screened: k })),
         blockedCalls,
       },
-      training: { ...pick(training, ['examples', 'tokens', 'train_tokens', 'tokens_seen', 'steps_done', 'best_step', 'train_minutes', 'losses', 'counts', 'evals', 'budget', 'export_seconds', 'quantize_seconds']), wallMinutes: trainWallMinutes },
+      training: { ...pick(training, ['examples', 'tokens', 'train_tokens', 'tokens_seen', 'steps_done', 'best_step', 'stopped', 'train_minutes', 'losses', 'counts', 'evals', 'budget', 'export_seconds', 'quantize_seconds']), wallMinutes: trainWallMinutes },
       holdout: {
         cases: cases.length,
         scored: { base: baseScored.length, adapted: adaptedScored.length },

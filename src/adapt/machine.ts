@@ -5,9 +5,10 @@
  * same minutes; measured first, the user is told and given the fix.
  */
 import { spawnSync } from 'node:child_process';
+import { InvalidOptionsError } from '../core/errors.js';
 import { pythonEnv } from './python.js';
 
-/** The measurement: fp32 GFLOP/s of a 512 x 512 matrix multiply at adapt's thread count, and torch's BLAS. */
+/** The measurement: fp32 GFLOP/s of a 512 x 512 matrix multiply at adapt's thread count, torch's BLAS and GPU. */
 export interface TorchSpeed {
   matmulGflops: number;
   /**
@@ -17,7 +18,13 @@ export interface TorchSpeed {
    */
   blas: string;
   threads: number;
+  /** The CUDA GPU torch sees (its name), or null: none, or a torch built without CUDA. */
+  gpu: string | null;
 }
+
+/** Where adapt trains: `auto` is a CUDA GPU when torch sees one, else the CPU. */
+export type TrainingDevice = 'auto' | 'cpu' | 'cuda';
+export const TRAINING_DEVICES: readonly TrainingDevice[] = ['auto', 'cpu', 'cuda'];
 
 /**
  * Below this, torch is not on an optimised BLAS: OpenBLAS gives 8-60 GFLOP/s on 2 cores of this class of
@@ -44,7 +51,8 @@ def loaded():
             return name
     return None
 m = re.search(r"BLAS_INFO=(\\w+)", torch.__config__.show())
-print(json.dumps({"gflops": 2 * 512 ** 3 * n / dt / 1e9, "blas": loaded() or (m.group(1) if m else "unknown")}))
+gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+print(json.dumps({"gflops": 2 * 512 ** 3 * n / dt / 1e9, "blas": loaded() or (m.group(1) if m else "unknown"), "gpu": gpu}))
 `;
 
 /** Measures torch's matrix multiply with the environment adapt trains in (half a second). */
@@ -52,15 +60,30 @@ export function measureTorch(python: string, threads: number): TorchSpeed {
   const r = spawnSync(python, ['-c', PROBE], { env: pythonEnv(threads), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
   const line = (r.stdout ?? '').trim().split('\n').pop() ?? '';
   try {
-    const parsed = JSON.parse(line) as { gflops: number; blas: string };
-    return { matmulGflops: parsed.gflops, blas: parsed.blas, threads };
+    const parsed = JSON.parse(line) as { gflops: number; blas: string; gpu?: string | null };
+    return { matmulGflops: parsed.gflops, blas: parsed.blas, threads, gpu: parsed.gpu ?? null };
   } catch {
-    return { matmulGflops: Number.NaN, blas: 'unknown', threads };
+    return { matmulGflops: Number.NaN, blas: 'unknown', threads, gpu: null };
   }
 }
 
-/** What to tell a user whose torch multiplies slowly, with the fix, or null when it is fast enough. */
-export function slowTorchAdvice(speed: TorchSpeed): string | null {
+/**
+ * The device training runs on: a CUDA GPU when asked for or, with `auto`, when torch sees one; else the CPU.
+ * Asking for `cuda` where torch sees no GPU is an error (the budget would silently buy a CPU's training).
+ */
+export function trainingDevice(requested: TrainingDevice, speed: TorchSpeed): 'cpu' | 'cuda' {
+  if (requested === 'cpu') return 'cpu';
+  if (speed.gpu !== null) return 'cuda';
+  if (requested === 'auto') return 'cpu';
+  throw new InvalidOptionsError(
+    'device: received "cuda", but torch sees no CUDA GPU here; allowed: auto or cpu, or a torch built with CUDA on a machine with an NVIDIA GPU (then EDGEARMOR_PYTHON=/path/to/python3)',
+    { option: 'device' },
+  );
+}
+
+/** What to tell a user whose torch multiplies slowly, with the fix, or null when it is fast enough or trains on a GPU. */
+export function slowTorchAdvice(speed: TorchSpeed, device: 'cpu' | 'cuda' = 'cpu'): string | null {
+  if (device === 'cuda') return null;
   if (Number.isNaN(speed.matmulGflops)) return 'could not measure torch\'s matrix multiply speed; training may be slow (see the log)';
   if (speed.matmulGflops >= SLOW_MATMUL_GFLOPS) return null;
   return (

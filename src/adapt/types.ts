@@ -2,7 +2,7 @@
 import type { OperatingPoint, OperatingThresholds } from '../core/calibration.js';
 import type { FamiliarityCount } from '../core/familiarity.js';
 import type { HoldoutPlan } from './holdout.js';
-import type { TorchSpeed } from './machine.js';
+import type { TorchSpeed, TrainingDevice } from './machine.js';
 import type { TrafficFormat } from './traffic.js';
 
 /** Fewest conversations with a tool call after a user message that adaptation takes (`minConversations`'s default). */
@@ -20,6 +20,12 @@ export interface AdaptOptions {
   seed?: number;
   /** CPU threads for training and scoring. @defaultValue 2 */
   threads?: number;
+  /**
+   * Where training runs: a CUDA GPU when torch sees one (`auto`), the CPU, or a GPU or nothing (`cuda`). On a GPU
+   * training ends when the held-out loss stops improving, usually long before its share of the budget.
+   * Screening and scoring run on the CPU either way. @defaultValue 'auto'
+   */
+  device?: TrainingDevice;
   /** The traffic's shape; detected per line when absent. */
   format?: TrafficFormat;
   /** Phrasing families the planted injections use: all (the shipped default), or the training families only (measurements). @defaultValue 'all' */
@@ -60,7 +66,7 @@ export type AdaptProgress =
   | { stage: 'train'; step: number; minutes: number; budgetMinutes: number; loss: number | null; minutesLeft: number }
   | { stage: 'python'; detail: string; minutesLeft: number }
   /** torch's measured matrix multiply speed; `warning` says when it is too slow to train in the budget, and the fix. */
-  | { stage: 'machine'; matmulGflops: number; blas: string; warning: string | null; minutesLeft: number };
+  | { stage: 'machine'; matmulGflops: number; blas: string; device: 'cpu' | 'cuda'; gpu: string | null; warning: string | null; minutesLeft: number };
 
 /** A call the base guard blocked in the training traffic (no traffic text: line, call position, tool, reason). */
 export interface ScreenedCall {
@@ -138,6 +144,6 @@ export interface AdaptReport {
    * writing the model directory (write), and the total against the budget.
    */
   minutes: { machine: number; plant: number; holdoutBase: number; screen: number; train: number; holdoutAdapted: number; score: number; write: number; total: number; budget: number };
-  /** torch's matrix multiply speed on this machine, measured before training. */
-  machine: TorchSpeed;
+  /** torch's matrix multiply speed on this machine, measured before training, and where training ran. */
+  machine: TorchSpeed & { device: 'cpu' | 'cuda' };
 }

@@ -4,6 +4,7 @@ import { adaptAdvice } from '../adapt/advice.js';
 import type { AdaptProgress, AdaptReport } from '../adapt/adapt.js';
 import { judgeFamiliarity } from '../core/familiarity.js';
 import { callRef } from '../core/message-ref.js';
+import { TRAINING_DEVICES, type TrainingDevice } from '../adapt/machine.js';
 import { TRAFFIC_FORMATS, type TrafficFormat } from '../adapt/traffic.js';
 import type { OperatingPoint } from '../core/calibration.js';
 import { fail } from './flags.js';
@@ -22,6 +23,8 @@ options:
   --minutes <N>              the whole budget: screening, training, held-out scoring, export (default 30)
   --seed <S>                 split, planted injections and training order (default 1)
   --threads <N>              CPU threads for training (default 2)
+  --device <auto|cpu|cuda>   where training runs (default auto: a CUDA GPU when torch sees one, else the CPU;
+                             on a GPU it stops once the held-out loss stops improving)
   --format <${TRAFFIC_FORMATS.join('|')}>   the traffic's shape (default: detected per line)
   --target-fpr <F>           most held-out benign checks blocked at the recalibrated point (default 0.03)
   --families <all|train>     phrasing families of the planted injections (default all; train: measurements)
@@ -47,6 +50,14 @@ function number(flag: string, value: string | undefined, fallback: number, min: 
   return n;
 }
 
+/** Why training stopped (model/adapt.py's `stopped`), in the user's terms. */
+const STOPPED: Record<string, string> = {
+  budget: 'the budget ended',
+  converged: 'converged (the held-out loss stopped improving)',
+  schedule: 'its schedule ended',
+  interrupted: 'interrupted (Ctrl-C)',
+};
+
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`.padStart(7);
 
 function pointRow(name: string, p: OperatingPoint): string {
@@ -59,7 +70,7 @@ export function reportTable(r: AdaptReport, out: string): string {
   const t = r.traffic;
   const formats = Object.entries(t.formats).map(([k, n]) => `${k} ${n}`).join(', ');
   const h = r.holdout;
-  const training = r.training as { steps_done?: number; best_step?: number; tokens_seen?: number };
+  const training = r.training as { steps_done?: number; best_step?: number; tokens_seen?: number; stopped?: string };
   const m = r.minutes;
   const lines = [
     `traffic: ${t.conversations} conversations (${formats}), ${t.withToolCalls} with tool calls, ${t.calls} calls; ${t.holdoutConversations} held out, ${t.trainConversations} for training`,
@@ -69,7 +80,7 @@ export function reportTable(r: AdaptReport, out: string): string {
     ...(t.screen === 'off' ? [] : [`  drawn across ${t.screenedByStratum.length} strata (agent, first tool): ${t.screenedByStratum.slice(0, 6).map((x) => `${x.stratum} ${x.screened}/${x.conversations}`).join(', ')}${t.screenedByStratum.length > 6 ? ', ...' : ''}`]),
     ...t.blockedCalls.slice(0, 10).map((b) => `  left out: line ${b.line} (${b.conversation}), ${callRef(b.messageIndex, b.callIndex)} -> ${b.tool}`),
     ...(t.blockedCalls.length > 10 ? [`  ... and ${t.blockedCalls.length - 10} more (adapt-report.json lists them)`] : []),
-    `training: ${r.minutes.train.toFixed(1)} min, ${training.steps_done ?? '?'} steps, ${training.tokens_seen ?? '?'} tokens, best step ${training.best_step ?? '?'} by held-out loss`,
+    `training: ${r.minutes.train.toFixed(1)} min on ${r.machine.device === 'cuda' ? `the GPU (${r.machine.gpu})` : `the CPU (${r.machine.threads} threads)`}, ${training.steps_done ?? '?'} steps, ${training.tokens_seen ?? '?'} tokens, best step ${training.best_step ?? '?'} by held-out loss${training.stopped ? `; stopped: ${STOPPED[training.stopped] ?? training.stopped}` : ''}`,
     `held-out traffic: ${h.cases} checks (${h.injected} planted injections followed, ${h.benign} benign: ${h.realCalls} real calls and ${h.benign - h.realCalls} ignored injections), families ${h.families}`,
     `  planted for the point at ${pct(r.chosen.targetFpr).trim()} FPR (${h.plan.benignNeeded} benign checks give a standard error of half the target; ${h.plan.limitedBy === 'precision' ? 'as many as planted' : `limited by ${h.plan.limitedBy}`}: ${(100 * h.plan.fprStandardError).toFixed(1)} points); scored: base ${h.scored.base}, adapted ${h.scored.adapted}`,
     `  ${''.padEnd(40)} injected blocked  benign blocked  real calls blocked  conversations  ROC-AUC`,
@@ -106,7 +117,10 @@ function progressLine(e: AdaptProgress): string {
   const left = `${e.minutesLeft.toFixed(1)} min left`;
   if (e.stage === 'train') return `adapt: training step ${e.step}, ${e.minutes.toFixed(1)}/${e.budgetMinutes.toFixed(1)} min${e.loss === null ? '' : `, loss ${e.loss.toFixed(3)}`}; ${left}`;
   if (e.stage === 'python') return `adapt: ${e.detail}; ${left}`;
-  if (e.stage === 'machine') return e.warning === null ? `adapt: torch multiplies at ${e.matmulGflops.toFixed(1)} GFLOP/s (BLAS: ${e.blas}); ${left}` : `adapt: WARNING: ${e.warning}`;
+  if (e.stage === 'machine') {
+    if (e.warning !== null) return `adapt: WARNING: ${e.warning}`;
+    return `adapt: torch multiplies at ${e.matmulGflops.toFixed(1)} GFLOP/s (BLAS: ${e.blas}); training on ${e.device === 'cuda' ? `the GPU (${e.gpu})` : 'the CPU'}; ${left}`;
+  }
   return `adapt: ${e.stage === 'screen' ? 'screening' : 'scoring held-out'} ${e.done}/${e.total}; ${left}`;
 }
 
@@ -119,6 +133,7 @@ export async function adaptCommand(args: string[]): Promise<void> {
       minutes: { type: 'string' },
       seed: { type: 'string' },
       threads: { type: 'string' },
+      device: { type: 'string' },
       format: { type: 'string' },
       'target-fpr': { type: 'string' },
       families: { type: 'string' },
@@ -143,6 +158,8 @@ export async function adaptCommand(args: string[]): Promise<void> {
   if (families !== 'all' && families !== 'train') fail(`--families: received "${families}"; allowed: all, train`);
   const screen = values.screen ?? 'recalibrated';
   if (screen !== 'recalibrated' && screen !== 'default' && screen !== 'off') fail(`--screen: received "${screen}"; allowed: recalibrated, default, off`);
+  const device = (values.device ?? 'auto') as TrainingDevice;
+  if (!TRAINING_DEVICES.includes(device)) fail(`--device: received "${values.device}"; allowed: ${TRAINING_DEVICES.join(', ')}`);
   const targetFpr = number('--target-fpr', values['target-fpr'], 0.03, 0);
   if (targetFpr >= 1) fail(`--target-fpr: received "${values['target-fpr']}"; allowed: a fraction below 1`);
 
@@ -164,6 +181,7 @@ export async function adaptCommand(args: string[]): Promise<void> {
       minutes: number('--minutes', values.minutes, 30, 0.01),
       seed: number('--seed', values.seed, 1, 0, true),
       threads: number('--threads', values.threads, 2, 1, true),
+      device,
       ...(format ? { format: format as TrafficFormat } : {}),
       families,
       targetFpr,

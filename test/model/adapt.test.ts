@@ -104,15 +104,19 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     expect(events.some((e) => e.stage === 'train')).toBe(true);
     // torch's speed is measured before anything is planned, and reported with the same numbers.
     const machine = events.find((e) => e.stage === 'machine');
-    expect(machine).toMatchObject({ stage: 'machine', matmulGflops: report.machine.matmulGflops, blas: report.machine.blas });
+    expect(machine).toMatchObject({ stage: 'machine', matmulGflops: report.machine.matmulGflops, blas: report.machine.blas, device: report.machine.device, gpu: report.machine.gpu });
+    // The default device is a CUDA GPU where torch sees one, else the CPU.
+    expect(report.machine.device).toBe(report.machine.gpu === null ? 'cpu' : 'cuda');
     expect(report.machine.matmulGflops).toBeGreaterThan(0);
     // The BLAS named is the library torch multiplied with: Debian's torch is built against the generic libblas,
     // which the alternatives (and adapt's library path) point at OpenBLAS where it is installed.
     if (existsSync(join(DEBIAN_OPENBLAS, 'libblas.so.3'))) expect(report.machine.blas).toBe('openblas');
     expect(report.machine.blas).not.toMatch(/^(generic|unknown)$/);
-    // The table's step count comes from the training log.
+    // The table's step count, device and why training stopped come from the training log.
     expect(report.training['steps_done']).toBeGreaterThan(0);
-    expect(reportTable(report, out)).toMatch(new RegExp(`training: [\\d.]+ min, ${String(report.training['steps_done'])} steps, `));
+    expect(report.training['stopped']).toBe('budget');
+    const where = report.machine.device === 'cpu' ? 'the CPU \\(2 threads\\)' : 'the GPU \\(.+\\)';
+    expect(reportTable(report, out)).toMatch(new RegExp(`training: [\\d.]+ min on ${where}, ${String(report.training['steps_done'])} steps, .*; stopped: the budget ended`));
 
     // Held-out scoring: replaying each verdict at the guard's own options reproduces it.
     expect(report.holdout.cases).toBeGreaterThan(0);

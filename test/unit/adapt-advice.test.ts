@@ -21,7 +21,7 @@ function report(over: { refusal?: string | null; unscreened?: number; steps?: nu
       adapted: over.refusal ? point(0.45, 0.05, 0.68) : point(0.8, 0.02, 0.9),
     },
     minutes: { screen: 9, train: 16.1, score: 3, holdoutBase: 1.2, holdoutAdapted: 1.3, total: 29, budget: 30 },
-    machine: { matmulGflops: over.gflops ?? 40, blas: 'open', threads: 2 },
+    machine: { matmulGflops: over.gflops ?? 40, blas: 'open', threads: 2, gpu: null, device: 'cpu' },
   } as unknown as AdaptReport;
 }
 

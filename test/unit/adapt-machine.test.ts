@@ -1,21 +1,58 @@
-/** adapt measures torch's matrix multiply before training and tells a user on a slow BLAS what to install. */
+/**
+ * adapt measures torch's matrix multiply before training and tells a user on a slow BLAS what to install; it
+ * trains on a CUDA GPU when torch sees one.
+ */
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { SLOW_MATMUL_GFLOPS, slowTorchAdvice } from '../../src/adapt/machine.js';
+import { InvalidOptionsError } from '../../src/core/errors.js';
+import { SLOW_MATMUL_GFLOPS, slowTorchAdvice, trainingDevice } from '../../src/adapt/machine.js';
+import { CLI, NODE } from '../cli.js';
+
+const cpuOnly = { matmulGflops: 40, blas: 'openblas', threads: 2, gpu: null };
+const withGpu = { ...cpuOnly, gpu: 'NVIDIA H200' };
 
 describe("adapt's torch speed check", () => {
   it('says nothing for a torch on an optimised BLAS', () => {
-    expect(slowTorchAdvice({ matmulGflops: SLOW_MATMUL_GFLOPS, blas: 'open', threads: 2 })).toBeNull();
-    expect(slowTorchAdvice({ matmulGflops: 40, blas: 'mkl', threads: 2 })).toBeNull();
+    expect(slowTorchAdvice({ matmulGflops: SLOW_MATMUL_GFLOPS, blas: 'open', threads: 2, gpu: null })).toBeNull();
+    expect(slowTorchAdvice({ matmulGflops: 40, blas: 'mkl', threads: 2, gpu: null })).toBeNull();
   });
 
   it('warns below the threshold with the measured speed, the BLAS and the fix for Debian and for pip', () => {
-    const advice = slowTorchAdvice({ matmulGflops: 0.8, blas: 'generic', threads: 2 });
+    const advice = slowTorchAdvice({ matmulGflops: 0.8, blas: 'generic', threads: 2, gpu: null });
     expect(advice).toContain('0.8 GFLOP/s on 2 threads (BLAS: generic)');
     expect(advice).toContain('apt-get install libopenblas0-openmp');
     expect(advice).toContain('pip install of torch');
   });
 
   it('says the speed is unknown when the probe could not run, rather than calling it fast', () => {
-    expect(slowTorchAdvice({ matmulGflops: Number.NaN, blas: 'unknown', threads: 2 })).toMatch(/could not measure/);
+    expect(slowTorchAdvice({ matmulGflops: Number.NaN, blas: 'unknown', threads: 2, gpu: null })).toMatch(/could not measure/);
+  });
+
+  it('gives no BLAS advice when training runs on a GPU: the CPU only prepares the data there', () => {
+    expect(slowTorchAdvice({ ...withGpu, matmulGflops: 0.8 }, 'cuda')).toBeNull();
+    expect(slowTorchAdvice({ ...withGpu, matmulGflops: 0.8 }, 'cpu')).toMatch(/0\.8 GFLOP\/s/);
+  });
+});
+
+describe("adapt's training device", () => {
+  it('trains on the GPU torch sees unless told to use the CPU, and on the CPU where there is none', () => {
+    expect(trainingDevice('auto', withGpu)).toBe('cuda');
+    expect(trainingDevice('cuda', withGpu)).toBe('cuda');
+    expect(trainingDevice('cpu', withGpu)).toBe('cpu');
+    expect(trainingDevice('auto', cpuOnly)).toBe('cpu');
+    expect(trainingDevice('cpu', cpuOnly)).toBe('cpu');
+  });
+
+  it('refuses cuda where torch sees no GPU, saying what is allowed, rather than training on the CPU', () => {
+    expect(() => trainingDevice('cuda', cpuOnly)).toThrow(InvalidOptionsError);
+    expect(() => trainingDevice('cuda', cpuOnly)).toThrow(/torch sees no CUDA GPU here; allowed: auto or cpu/);
+  });
+});
+
+describe('edgearmor adapt --device', () => {
+  it('refuses a device it does not know before reading the traffic, naming the ones it does', () => {
+    const run = spawnSync(NODE, [CLI, 'adapt', 'no-such-traffic.jsonl', '--out', 'no-such-dir', '--device', 'gpu'], { encoding: 'utf8', timeout: 60_000 });
+    expect(run.status).toBe(2);
+    expect(run.stderr.trim()).toBe('edgearmor: --device: received "gpu"; allowed: auto, cpu, cuda');
   });
 });
