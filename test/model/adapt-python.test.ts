@@ -73,14 +73,16 @@ describe.skipIf(!hasTorch)('edgearmor adapt, Python half (model/adapt.py)', () =
     expect(run.status).toBe(0);
   }, UNIT_TIMEOUT_MS);
 
-  it('fine-tunes the tiny model on traffic and writes a candidate with q4, manifest, holdout cases and JSON progress', () => {
-    const run = adapt(work, '--train-minutes', '0.05', '--holdout-cases', '20', '--max-len', '512', '--batch-tokens', '2048');
+  it('fine-tunes the tiny model on traffic, stops once the held-out loss stops improving, and writes a candidate with q4, manifest, holdout cases and JSON progress', () => {
+    // A learning rate of 5 wrecks the weights within a few steps; an evaluation after every step, and training
+    // stops after --patience 2 of them without a better held-out loss (the budget's stop: test/model/adapt.test.ts).
+    const run = adapt(work, '--train-minutes', '1', '--holdout-cases', '20', '--max-len', '512', '--batch-tokens', '2048', '--lr', '5', '--eval-every-minutes', '0', '--patience', '2');
     expect(run.status, run.stderr).toBe(0);
     const events = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(events.filter((e) => e['event'] === 'stage').map((e) => e['stage'])).toEqual(['import', 'data', 'train', 'export', 'quantize', 'done']);
     const progress = events.filter((e) => e['event'] === 'progress');
     expect(progress.length).toBeGreaterThan(0);
-    expect(progress[0]).toMatchObject({ step: 1, budgetMinutes: 0.05 });
+    expect(progress[0]).toMatchObject({ step: 1, budgetMinutes: 1 });
     expect(Number.isFinite(progress[0]?.['loss'])).toBe(true);
     const evals = events.filter((e) => e['event'] === 'eval');
     expect(evals[0]).toMatchObject({ step: 0 });
@@ -104,29 +106,17 @@ describe.skipIf(!hasTorch)('edgearmor adapt, Python half (model/adapt.py)', () =
     const held = new Set(Array.from({ length: HOLDOUT_CONVERSATIONS }, (_, i) => `conv-${TRAIN_CONVERSATIONS + i}`));
     for (const c of holdout) expect(held.has(c.conversation), c.conversation).toBe(true);
 
-    const log = JSON.parse(readFileSync(join(work, 'train-log.json'), 'utf8')) as { steps_done: number; best_step: number; stopped: string; counts: { planted: Record<string, number>; lm: number; lm_conversations: number } };
-    expect(log.steps_done).toBeGreaterThan(0);
-    expect(log.stopped).toBe('budget');
-    // Every conversation is language-modelling data; one longer than the window counts once per window that covers its calls.
-    expect(log.counts.lm_conversations).toBe(TRAIN_CONVERSATIONS);
-    expect(log.counts.lm).toBeGreaterThanOrEqual(TRAIN_CONVERSATIONS);
-    expect(Object.keys(log.counts.planted)).toEqual(expect.arrayContaining(['tool_result_injection/fresh', 'tool_poisoning/recurring']));
-  }, ADAPT_TIMEOUT_MS);
-
-  it('stops training once the held-out loss has not improved for --patience evaluations, and says so', () => {
-    const dir = join(work, 'patience');
-    mkdirSync(dir, { recursive: true });
-    for (const f of ['traffic-train.jsonl', 'traffic-holdout.jsonl', 'generator-train.jsonl', 'generator-validation.jsonl']) copyFileSync(join(work, f), join(dir, f));
-    // A learning rate of 5 wrecks the weights within a few steps; an evaluation after every step.
-    const run = adapt(dir, '--train-minutes', '3', '--holdout-cases', '20', '--max-len', '512', '--batch-tokens', '2048', '--lr', '5', '--eval-every-minutes', '0', '--patience', '2');
-    expect(run.status, run.stderr).toBe(0);
-    const log = JSON.parse(readFileSync(join(dir, 'train-log.json'), 'utf8')) as { steps_done: number; best_step: number; stopped: string; evals: Array<{ step: number; traffic_loss: number }> };
+    const log = JSON.parse(readFileSync(join(work, 'train-log.json'), 'utf8')) as { steps_done: number; best_step: number; stopped: string; evals: Array<{ step: number; traffic_loss: number }>; counts: { planted: Record<string, number>; lm: number; lm_conversations: number } };
     expect(log.stopped, JSON.stringify(log.evals)).toBe('converged');
     expect(log.steps_done).toBe(log.best_step + 2);
     expect(log.evals.map((e) => e.step)).toEqual(Array.from({ length: log.steps_done + 1 }, (_, i) => i));
     const best = log.evals.find((e) => e.step === log.best_step)!;
     for (const e of log.evals.slice(-2)) expect(e.traffic_loss).toBeGreaterThanOrEqual(best.traffic_loss);
     expect(run.stderr).toMatch(new RegExp(`\\(converged\\); best step ${log.best_step}$`, 'm'));
+    // Every conversation is language-modelling data; one longer than the window counts once per window that covers its calls.
+    expect(log.counts.lm_conversations).toBe(TRAIN_CONVERSATIONS);
+    expect(log.counts.lm).toBeGreaterThanOrEqual(TRAIN_CONVERSATIONS);
+    expect(Object.keys(log.counts.planted)).toEqual(expect.arrayContaining(['tool_result_injection/fresh', 'tool_poisoning/recurring']));
   }, ADAPT_TIMEOUT_MS);
 
   it('trains on a CUDA GPU when asked and torch sees one, and refuses --device cuda where it does not', () => {
