@@ -366,8 +366,12 @@ def main(argv=None) -> int:
     # Converged: the held-out loss has not improved for --patience evaluations (a GPU gets there in minutes;
     # what is left of the budget would only be spent overfitting the training traffic).
     stale = lambda: args.patience > 0 and since_best >= args.patience
-    per_epoch = len(batches(train_ex, args.batch_tokens, random.Random(0)))
-    steps = args.steps if args.steps is not None else (100000 if device == "cpu" else max(WARMUP_STEPS + 1, round(GPU_EPOCHS * per_epoch)))
+    if args.steps is not None:
+        steps = args.steps
+    elif device == "cpu":
+        steps = 100000  # never reached: the time budget ends the schedule
+    else:
+        steps = max(WARMUP_STEPS + 1, round(GPU_EPOCHS * len(batches(train_ex, args.batch_tokens, random.Random(0)))))
     log["budget"]["schedule_steps"] = steps
     stop = lambda: interrupted or step >= steps or minutes() >= budget or stale()
     while not stop() and train_ex:

@@ -27,7 +27,7 @@ import type { ConductorGuard } from '../core/conductor.js';
 import { resolveOptions } from '../core/options.js';
 import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
 import { iterateCases } from '../scenarios/index.js';
-import { HOLDOUT_TIME_SHARE, holdoutPlan, inputSize, measureCheckSeconds, MIN_HOLDOUT_CASES, Pace, scoreByConversation, scoringPlan, type ScoredCase } from './holdout.js';
+import { HOLDOUT_TIME_SHARE, holdoutPlan, inputSize, measureCheckSeconds, MIN_HOLDOUT_CASES, Pace, realCallLogProbs, scoreByConversation, scoringPlan, type ScoredCase } from './holdout.js';
 import { measureTorch, slowTorchAdvice, trainingDevice } from './machine.js';
 import { conversationRecord, jsonl, plantArgs, plantCases, readPlantableTraffic } from './planting.js';
 import { findPython, runPython } from './python.js';
@@ -222,7 +222,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     const baseCompared = cutShort ? operatingPoint(basePaired.map((x) => x.e), baseThresholds) : basePoint;
     const baseRecalibratedCompared = cutShort ? chooseOperatingPoint(basePaired.map((x) => x.e), search).chosen : baseRecalibrated;
     const adaptedCases = adaptedScored.map((x) => x.e);
-    const adaptedRealCalls = realCalls(adaptedScored);
+    const baseRealCalls = realCallLogProbs(baseScored);
+    const adaptedRealCalls = realCallLogProbs(adaptedScored);
     const replayMismatches = [...baseScored, ...adaptedScored].filter((x) => x.blocked !== blockedAt(x.e.evidence, baseThresholds)).length;
     const adaptedChoice = chooseOperatingPoint(adaptedCases, search);
     const adaptedPoint = adaptedChoice.chosen;
@@ -272,8 +273,8 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
         byAttackerValue,
         replayMismatches,
         familiarity: {
-          base: realCalls(baseScored).reduce(countFamiliarity, emptyFamiliarity((await base.status()).familiarity.threshold)),
-          baseMedian: quantile(realCalls(baseScored), 0.5),
+          base: baseRealCalls.reduce(countFamiliarity, emptyFamiliarity((await base.status()).familiarity.threshold)),
+          baseMedian: quantile(baseRealCalls, 0.5),
           adaptedMedian: quantile(adaptedRealCalls, 0.5),
           adaptedThreshold: calibratedFamiliarityThreshold(adaptedRealCalls),
         },
@@ -344,11 +345,6 @@ async function probeRates(base: Guard, adapted: Guard, probe: ReadonlyArray<{ la
   }
   const rates = (c: { tp: number; fp: number }) => ({ tpr: pos ? c.tp / pos : 0, fpr: neg ? c.fp / neg : 0 });
   return { cases: pos + neg, base: rates(counts.base), adapted: rates(counts.adapted) };
-}
-
-/** The log-probability per action token of each real held-out call the model judged. */
-function realCalls(scored: ReadonlyArray<{ e: { real: boolean }; logProbPerToken: number | null }>): number[] {
-  return scored.flatMap((x) => (x.e.real && x.logProbPerToken !== null ? [x.logProbPerToken] : []));
 }
 
 function readModelName(dir: string): string {

@@ -34,7 +34,7 @@ import { applyModelOptions, judgedOptions, MODEL_OPTION_PATHS, type ModelCalibra
 import { mergeOptions, resolveOptions, type GuardOptions } from '../core/options.js';
 import type { ModelVariant, RemoteProxyOptions } from '../core/runtime-options.js';
 import { embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
-import { measureCheckSeconds, scoreAll } from './holdout.js';
+import { measureCheckSeconds, realCallLogProbs, scoreAll } from './holdout.js';
 import { jsonl, plantCases, readPlantableTraffic, shuffled } from './planting.js';
 import { findPython } from './python.js';
 import type { TrafficFormat } from './traffic.js';
@@ -220,7 +220,7 @@ export async function calibrate(options: CalibrateOptions): Promise<CalibrateRep
     const before = operatingPoint(evidence, current);
     const replayMismatches = scored.filter((x) => x.blocked !== blockedAt(x.e.evidence, current)).length;
     const choice = chooseOperatingPoint(evidence, { ...DEFAULT_CALIBRATION_SEARCH, targetFpr, preferredUserWeight: judged.userWeight, current });
-    const realLogProbs = scored.flatMap((x) => (x.e.real && x.logProbPerToken !== null ? [x.logProbPerToken] : []));
+    const realLogProbs = realCallLogProbs(scored);
     // Too few real calls say nothing of the agent: the threshold is then left as it was.
     const familiarityThreshold = calibratedFamiliarityThreshold(realLogProbs);
     const written: ModelOptions = { ...pointOptions(choice.chosen, choice.signals), ...(familiarityThreshold !== null ? { familiarityThreshold } : {}) };

@@ -46,6 +46,11 @@ export interface ScoredCase {
   logProbPerToken: number | null;
 }
 
+/** The log-probability per action token of each real call the model judged (adapt's and calibrate's familiarity). */
+export function realCallLogProbs(scored: readonly ScoredCase[]): number[] {
+  return scored.flatMap((x) => (x.e.real && x.logProbPerToken !== null ? [x.logProbPerToken] : []));
+}
+
 function scoredCase(c: HoldoutCase, verdict: Verdict, options: ResolvedGuardOptions): ScoredCase {
   const before = c.input.messages.every((m) => m.role !== 'tool');
   return {

@@ -25,6 +25,8 @@ export interface TorchSpeed {
 /** Where adapt trains: `auto` is a CUDA GPU when torch sees one, else the CPU. */
 export type TrainingDevice = 'auto' | 'cpu' | 'cuda';
 export const TRAINING_DEVICES: readonly TrainingDevice[] = ['auto', 'cpu', 'cuda'];
+/** The device training runs on, `auto` resolved. */
+export type ResolvedTrainingDevice = Exclude<TrainingDevice, 'auto'>;
 
 /**
  * Below this, torch is not on an optimised BLAS: OpenBLAS gives 8-60 GFLOP/s on 2 cores of this class of
@@ -71,7 +73,7 @@ export function measureTorch(python: string, threads: number): TorchSpeed {
  * The device training runs on: a CUDA GPU when asked for or, with `auto`, when torch sees one; else the CPU.
  * Asking for `cuda` where torch sees no GPU is an error (the budget would silently buy a CPU's training).
  */
-export function trainingDevice(requested: TrainingDevice, speed: TorchSpeed): 'cpu' | 'cuda' {
+export function trainingDevice(requested: TrainingDevice, speed: TorchSpeed): ResolvedTrainingDevice {
   if (requested === 'cpu') return 'cpu';
   if (speed.gpu !== null) return 'cuda';
   if (requested === 'auto') return 'cpu';
@@ -82,7 +84,7 @@ export function trainingDevice(requested: TrainingDevice, speed: TorchSpeed): 'c
 }
 
 /** What to tell a user whose torch multiplies slowly, with the fix, or null when it is fast enough or trains on a GPU. */
-export function slowTorchAdvice(speed: TorchSpeed, device: 'cpu' | 'cuda' = 'cpu'): string | null {
+export function slowTorchAdvice(speed: TorchSpeed, device: ResolvedTrainingDevice = 'cpu'): string | null {
   if (device === 'cuda') return null;
   if (Number.isNaN(speed.matmulGflops)) return 'could not measure torch\'s matrix multiply speed; training may be slow (see the log)';
   if (speed.matmulGflops >= SLOW_MATMUL_GFLOPS) return null;

@@ -2,7 +2,7 @@
 import type { OperatingPoint, OperatingThresholds } from '../core/calibration.js';
 import type { FamiliarityCount } from '../core/familiarity.js';
 import type { HoldoutPlan } from './holdout.js';
-import type { TorchSpeed, TrainingDevice } from './machine.js';
+import type { ResolvedTrainingDevice, TorchSpeed, TrainingDevice } from './machine.js';
 import type { TrafficFormat } from './traffic.js';
 
 /** Fewest conversations with a tool call after a user message that adaptation takes (`minConversations`'s default). */
@@ -66,7 +66,7 @@ export type AdaptProgress =
   | { stage: 'train'; step: number; minutes: number; budgetMinutes: number; loss: number | null; minutesLeft: number }
   | { stage: 'python'; detail: string; minutesLeft: number }
   /** torch's measured matrix multiply speed; `warning` says when it is too slow to train in the budget, and the fix. */
-  | { stage: 'machine'; matmulGflops: number; blas: string; device: 'cpu' | 'cuda'; gpu: string | null; warning: string | null; minutesLeft: number };
+  | { stage: 'machine'; matmulGflops: number; blas: string; device: ResolvedTrainingDevice; gpu: string | null; warning: string | null; minutesLeft: number };
 
 /** A call the base guard blocked in the training traffic (no traffic text: line, call position, tool, reason). */
 export interface ScreenedCall {
@@ -145,5 +145,5 @@ export interface AdaptReport {
    */
   minutes: { machine: number; plant: number; holdoutBase: number; screen: number; train: number; holdoutAdapted: number; score: number; write: number; total: number; budget: number };
   /** torch's matrix multiply speed on this machine, measured before training, and where training ran. */
-  machine: TorchSpeed & { device: 'cpu' | 'cuda' };
+  machine: TorchSpeed & { device: ResolvedTrainingDevice };
 }
