@@ -24,6 +24,10 @@ export default defineConfig({
   test: {
     environment: 'node',
     testTimeout: 60_000,
+    // The two workers share two cores: OpenMP threads (torch, OpenBLAS) that spin while they wait would take the
+    // core the other worker's file needs. Every Python the suite starts inherits this, as adapt's does
+    // (src/adapt/python.ts).
+    env: { OMP_WAIT_POLICY: 'PASSIVE' },
     globalSetup: ['test/temp-root.ts'],
     // The slowest files start first, so neither worker runs one alone at the end (test/slow-first.ts).
     sequence: { sequencer: SlowFirstSequencer },

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../../src/core/errors.js';
 import { SLOW_MATMUL_GFLOPS, slowTorchAdvice, trainingDevice } from '../../src/adapt/machine.js';
+import { pythonEnv } from '../../src/adapt/python.js';
 import { CLI, NODE } from '../cli.js';
 
 const cpuOnly = { matmulGflops: 40, blas: 'openblas', threads: 2, gpu: null };
@@ -31,6 +32,21 @@ describe("adapt's torch speed check", () => {
   it('gives no BLAS advice when training runs on a GPU: the CPU only prepares the data there', () => {
     expect(slowTorchAdvice({ ...withGpu, matmulGflops: 0.8 }, 'cuda')).toBeNull();
     expect(slowTorchAdvice({ ...withGpu, matmulGflops: 0.8 }, 'cpu')).toMatch(/0\.8 GFLOP\/s/);
+  });
+});
+
+describe("the environment adapt's Python runs in", () => {
+  it('gives torch the thread count and OpenMP threads that sleep while they wait, unless the caller chose a policy', () => {
+    const saved = process.env['OMP_WAIT_POLICY'];
+    try {
+      delete process.env['OMP_WAIT_POLICY'];
+      expect(pythonEnv(3)).toMatchObject({ OMP_NUM_THREADS: '3', OMP_WAIT_POLICY: 'PASSIVE', PYTHONUNBUFFERED: '1' });
+      process.env['OMP_WAIT_POLICY'] = 'ACTIVE';
+      expect(pythonEnv(2)).toMatchObject({ OMP_NUM_THREADS: '2', OMP_WAIT_POLICY: 'ACTIVE' });
+    } finally {
+      if (saved === undefined) delete process.env['OMP_WAIT_POLICY'];
+      else process.env['OMP_WAIT_POLICY'] = saved;
+    }
   });
 });
 
