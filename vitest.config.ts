@@ -47,8 +47,9 @@ export default defineConfig({
         extends: true,
         // Chromium tests run after the Node tests, two files at a time: most of their time is spent waiting on the
         // browser (two at once took 83 s against 133 s one at a time, for the same CPU time). Each dev server has
-        // its own dependency cache (test/browser/browser-helpers.ts).
-        test: { name: 'browser', include: ['test/browser/**/*.test.ts'], maxWorkers: 2, sequence: { groupOrder: 1 } },
+        // its own dependency cache (test/browser/browser-helpers.ts). A file starts its own server and browser and
+        // closes them, so the files of a worker share its modules (Vite, Playwright, the guard) as 'node' does.
+        test: { name: 'browser', include: ['test/browser/**/*.test.ts'], isolate: false, maxWorkers: 2, sequence: { groupOrder: 1 } },
       },
     ],
   },

@@ -20,7 +20,6 @@ const SLOWEST_FIRST = [
   'test/engine/fault-matrix-process.test.ts',
   'test/browser/webgpu-dev.test.ts',
   'test/browser/demo-dev.test.ts',
-  'test/browser/demo-layout.test.ts',
   'test/browser/fault-matrix.test.ts',
   'test/browser/demo-build.test.ts',
 ];

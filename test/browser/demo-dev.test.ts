@@ -1,10 +1,13 @@
 /**
  * The demo under `vite` (the dev server), in the system Chromium: a scripted scenario gets a
- * rendered verdict, the browser's log-probs equal the Node engine's on WASM (webgpu-dev.test.ts: on
+ * rendered verdict whose panels read as they should at 1280 x 800 (demo-panels.ts; demo-layout.test.ts: the
+ * layout at 1280 and 420 px), the browser's log-probs equal the Node engine's on WASM (webgpu-dev.test.ts: on
  * software WebGPU), nothing leaves 127.0.0.1, a tampered model file is refused, a crashed worker is restarted, and a
  * hub-layout model (external data, attention adapter) loads in the worker, and so does a fused-kernel one
  * (GroupQueryAttention, MatMulNBits; test/fixtures/tiny-proxy-gqa).
  */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -19,6 +22,7 @@ import { directoryReader } from '../../src/engine/files-node.js';
 import { loadModelFiles } from '../../src/engine/model-files.js';
 import { startProxyServer } from '../../src/engine/proxy-server.js';
 import { CAN_RUN, expectClose, keepOffline, launchChromium, MODEL_DIR, PAGE_MODEL_URL, startDevServer, watchConsole, type BrowserHandle, type DemoServer } from './browser-helpers.js';
+import { DESKTOP, expectBlockedInjectionPanels, SHOTS } from './demo-panels.js';
 
 // First page load transforms the worker's dependencies on the dev server (slow on a shared 2-core machine).
 const PAGE_LOAD_TIMEOUT_MS = 120_000;
@@ -35,6 +39,7 @@ describe.skipIf(!CAN_RUN)('the demo on the Vite dev server in Chromium', () => {
   let node: LocalGuard;
 
   beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
     server = await startDevServer({ serve: { [HUB_FIXTURE_URL]: HUB_FIXTURE_DIR, [GQA_FIXTURE_URL]: GQA_FIXTURE_DIR } });
     browser = await launchChromium();
     external = await keepOffline(browser.context);
@@ -58,13 +63,18 @@ describe.skipIf(!CAN_RUN)('the demo on the Vite dev server in Chromium', () => {
     'loads offline, plays travel / injection and renders a verdict that matches the Node engine within 1e-3 (WASM forced)',
     async () => {
       const { page, errors } = await openDemo('backend=wasm');
+      await page.setViewportSize(DESKTOP);
       await page.waitForSelector('body[data-state="ready"]', { timeout: PAGE_LOAD_TIMEOUT_MS });
       await expect(page.locator('#backend-name').textContent()).resolves.toBe('WASM');
       await page.selectOption('#domain', 'travel');
       await page.selectOption('#variant', 'injection');
       await page.click('#load-scenario');
+      await page.screenshot({ path: join(SHOTS, `injection-loaded-${DESKTOP.width}x${DESKTOP.height}.png`) });
       await page.click('#run');
       await page.waitForSelector('body[data-run="done"]', { timeout: PAGE_LOAD_TIMEOUT_MS });
+      await page.screenshot({ path: join(SHOTS, `injection-checked-${DESKTOP.width}x${DESKTOP.height}.png`), fullPage: true });
+      // As a user sees it: the call and each finding named once, only driving sentences struck, the heatmap in its card.
+      await expectBlockedInjectionPanels(page);
 
       const decision = await page.getAttribute('#verdict', 'data-decision');
       // The demo opens on travel / injection, seed 1, which the embedded model blocks (test/engine/demo-cases.test.ts).
