@@ -21,20 +21,7 @@ case $suite in slack | banking) ;; *) echo "SUITE is slack or banking, not $suit
 mkdir -p "$out"
 base=lab/runs/base-no$suite
 [ -f "$base/manifest.json" ] || bash lab/model/suite-bases.sh lab/runs > /dev/null
-/usr/bin/python3 - "$suite" "$out" <<'PY'
-import json, sys
-suite, out = sys.argv[1], sys.argv[2]
-src = "../shared/datasets/agentdojo"
-with open(f"{out}/traffic.jsonl", "w") as f:  # the agent's own traffic: every run of SUITE with no attack
-    for line in open(f"{src}/train-traces.jsonl"):
-        t = json.loads(line)
-        if t["suite"] == suite and t["attack"] == "none":
-            f.write(json.dumps({"messages": t["messages"], "tools": t["tools"]}) + "\n")
-with open(f"{out}/dev.jsonl", "w") as f:
-    for line in open(f"{src}/dev.jsonl"):
-        if json.loads(line)["suite"] == suite:
-            f.write(line)
-PY
+/usr/bin/python3 lab/eval/agentdojo_suite.py "$suite" --traffic "$out/traffic.jsonl" --dev "$out/dev.jsonl"
 start=$(date +%s)
 status=0
 node bin/edgearmor.js adapt "$out/traffic.jsonl" --base-model "$base" --families train --out "$out/model" --keep-work "$@" \

@@ -24,14 +24,7 @@ mkdir -p "$out"
 for suite in "${!work[@]}"; do
   # A suite that is not AgentDojo's (SGD Movies) brings its evaluation file: OUT/dev-SUITE.jsonl, put there first.
   [ -s "$out/dev-$suite.jsonl" ] && continue
-  /usr/bin/python3 - "$suite" "$out/dev-$suite.jsonl" <<'PY'
-import json, sys
-suite, path = sys.argv[1], sys.argv[2]
-with open(path, "w") as f:
-    for line in open("../shared/datasets/agentdojo/dev.jsonl"):
-        if json.loads(line)["suite"] == suite:
-            f.write(line)
-PY
+  /usr/bin/python3 lab/eval/agentdojo_suite.py "$suite" --dev "$out/dev-$suite.jsonl"
 done
 export PYTHONWARNINGS=ignore::UserWarning
 for m in "$@"; do
