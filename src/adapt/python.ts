@@ -36,8 +36,8 @@ export function findPython(explicit?: string, purpose: 'train' | 'plant' = 'trai
 /**
  * The environment Python trains in: its thread count, OpenMP threads that sleep rather than spin while they wait
  * (unless the caller's environment says otherwise), and Debian's OpenMP OpenBLAS ahead of the reference BLAS where
- * it is installed. Spinning threads take the cores from whatever else runs: beside one other busy process on 2
- * cores the embedded model trained 8 steps in 1.5 minutes spinning and 13 sleeping, and alone 18 and 19.
+ * it is installed. Spinning threads take the cores from whatever else runs, and alone they train no faster
+ * (docs/speed.md, "Beside other work").
  */
 export function pythonEnv(threads: number): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1', OMP_NUM_THREADS: String(threads), OMP_WAIT_POLICY: process.env['OMP_WAIT_POLICY'] ?? 'PASSIVE' };
