@@ -4,7 +4,7 @@ import { adaptAdvice } from '../adapt/advice.js';
 import type { AdaptProgress, AdaptReport } from '../adapt/adapt.js';
 import { judgeFamiliarity } from '../core/familiarity.js';
 import { callRef } from '../core/message-ref.js';
-import { TRAINING_DEVICES, type TrainingDevice } from '../adapt/machine.js';
+import { TRAINING_DEVICES, type ResolvedTrainingDevice, type TrainingDevice } from '../adapt/machine.js';
 import { TRAFFIC_FORMATS, type TrafficFormat } from '../adapt/traffic.js';
 import type { OperatingPoint } from '../core/calibration.js';
 import { fail } from './flags.js';
@@ -58,6 +58,12 @@ const STOPPED: Record<string, string> = {
   interrupted: 'interrupted (Ctrl-C)',
 };
 
+/** Where training runs, as the table and the progress line name it (the table adds the CPU's threads). */
+function trainingPlace(device: ResolvedTrainingDevice, gpu: string | null, threads?: number): string {
+  if (device === 'cuda') return `the GPU (${gpu})`;
+  return threads === undefined ? 'the CPU' : `the CPU (${threads} threads)`;
+}
+
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`.padStart(7);
 
 function pointRow(name: string, p: OperatingPoint): string {
@@ -80,7 +86,7 @@ export function reportTable(r: AdaptReport, out: string): string {
     ...(t.screen === 'off' ? [] : [`  drawn across ${t.screenedByStratum.length} strata (agent, first tool): ${t.screenedByStratum.slice(0, 6).map((x) => `${x.stratum} ${x.screened}/${x.conversations}`).join(', ')}${t.screenedByStratum.length > 6 ? ', ...' : ''}`]),
     ...t.blockedCalls.slice(0, 10).map((b) => `  left out: line ${b.line} (${b.conversation}), ${callRef(b.messageIndex, b.callIndex)} -> ${b.tool}`),
     ...(t.blockedCalls.length > 10 ? [`  ... and ${t.blockedCalls.length - 10} more (adapt-report.json lists them)`] : []),
-    `training: ${r.minutes.train.toFixed(1)} min on ${r.machine.device === 'cuda' ? `the GPU (${r.machine.gpu})` : `the CPU (${r.machine.threads} threads)`}, ${training.steps_done ?? '?'} steps, ${training.tokens_seen ?? '?'} tokens, best step ${training.best_step ?? '?'} by held-out loss${training.stopped ? `; stopped: ${STOPPED[training.stopped] ?? training.stopped}` : ''}`,
+    `training: ${r.minutes.train.toFixed(1)} min on ${trainingPlace(r.machine.device, r.machine.gpu, r.machine.threads)}, ${training.steps_done ?? '?'} steps, ${training.tokens_seen ?? '?'} tokens, best step ${training.best_step ?? '?'} by held-out loss${training.stopped ? `; stopped: ${STOPPED[training.stopped] ?? training.stopped}` : ''}`,
     `held-out traffic: ${h.cases} checks (${h.injected} planted injections followed, ${h.benign} benign: ${h.realCalls} real calls and ${h.benign - h.realCalls} ignored injections), families ${h.families}`,
     `  planted for the point at ${pct(r.chosen.targetFpr).trim()} FPR (${h.plan.benignNeeded} benign checks give a standard error of half the target; ${h.plan.limitedBy === 'precision' ? 'as many as planted' : `limited by ${h.plan.limitedBy}`}: ${(100 * h.plan.fprStandardError).toFixed(1)} points); scored: base ${h.scored.base}, adapted ${h.scored.adapted}`,
     `  ${''.padEnd(40)} injected blocked  benign blocked  real calls blocked  conversations  ROC-AUC`,
@@ -119,7 +125,7 @@ function progressLine(e: AdaptProgress): string {
   if (e.stage === 'python') return `adapt: ${e.detail}; ${left}`;
   if (e.stage === 'machine') {
     if (e.warning !== null) return `adapt: WARNING: ${e.warning}`;
-    return `adapt: torch multiplies at ${e.matmulGflops.toFixed(1)} GFLOP/s (BLAS: ${e.blas}); training on ${e.device === 'cuda' ? `the GPU (${e.gpu})` : 'the CPU'}; ${left}`;
+    return `adapt: torch multiplies at ${e.matmulGflops.toFixed(1)} GFLOP/s (BLAS: ${e.blas}); training on ${trainingPlace(e.device, e.gpu)}; ${left}`;
   }
   return `adapt: ${e.stage === 'screen' ? 'screening' : 'scoring held-out'} ${e.done}/${e.total}; ${left}`;
 }
