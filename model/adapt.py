@@ -5,8 +5,9 @@ a CUDA GPU (--device cuda).
         --work WORK --base DIR --train-minutes M [--seed 1] [--threads 2] [--families train|all] ...
 
 Reads WORK/traffic-train.jsonl and WORK/traffic-holdout.jsonl ({id, messages, tools} conversations, screened by
-the base guard; one marked `unscreened: true` is a source of recurring values only, never trained on), WORK/generator-train.jsonl and WORK/generator-validation.jsonl (the package generator's cases),
-and the model directory DIR (config.json, tokenizer, onnx/model.onnx). Writes WORK/holdout-cases.jsonl (real
+the base guard; one marked `unscreened: true` is a source of recurring values only, never trained on, unless its
+screened copy arrives in --screened-dir while training runs), WORK/generator-train.jsonl and
+WORK/generator-validation.jsonl (the package generator's cases), and the model directory DIR (config.json, tokenizer, onnx/model.onnx). Writes WORK/holdout-cases.jsonl (real
 calls and attacks planted at the held-out conversations' calls, for the TypeScript side to score and
 calibrate on), WORK/candidate/ (config, tokenizer, onnx/model.onnx, onnx/model_q4.onnx, manifest.json) and
 WORK/train-log.json. stdout carries one JSON event a line (stage, progress, eval); stderr is for people.
@@ -16,7 +17,7 @@ Training data (lab/model/gpu-trials.md has the CPU fine-tunes this follows): eve
 whole (language modelling), attacks planted at its calls (plant.py) with every attack counterfactual and a
 third of the request counterfactuals (at 1.0 they pushed dU up on every real call), every traffic-derived
 sequence's copied values scrambled (nothing the user or an attacker types may be memorised), and generator
-cases as `--generator-share` of the sequences so the proxy keeps what it knew. The step kept is the one with
+cases as `--generator-share` of the sequences so the proxy keeps what it knew (model/adapt_data.py). The step kept is the one with
 the lowest loss on the held-out traffic's real calls and followed attacks (with their counterfactuals).
 """
 from __future__ import annotations
@@ -34,31 +35,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import plant  # noqa: E402
+from adapt_data import (BadInput, ScreenedStream, TrainingData, check_conversations, load_jsonl,  # noqa: E402
+                        trained_conversations, write_holdout_cases)
 
-# Request counterfactuals of traffic cases: at 1.0 a first try pushed dU up on every real call.
-TRAFFIC_REQUEST_COUNTERFACTUALS = 0.33
-# Generator copies as lab/model/finetune.sh draws them.
-GENERATOR_COUNTERFACTUALS = 0.5
-GENERATOR_REQUEST_COUNTERFACTUALS = 0.33
-# Sequences scored at each evaluation. On 2 shared cores the proxy reads ~3,000 tokens/s forward only: the
-# full holdout (333 sequences from 240 cases) and 150 generator cases took 119 s, an eval every 2 minutes
-# would have eaten the budget; these take ~30 s.
-VALIDATION_TRAFFIC_SEQUENCES = 64
-GENERATOR_VALIDATION_CASES = 32
 WARMUP_STEPS = 20
 # A GPU's schedule: this many passes over the training data, between where the held-out traffic's loss bottomed out
 # on the cross-suite protocol's suites (docs/adapt.md, "More training than the CPU gives"); later steps only overfit
 # the traffic. On the CPU, where a pass takes about an hour, the schedule is the time budget.
 GPU_EPOCHS = 3.0
 PROGRESS_EVERY_S = 10.0
+# How often training looks for newly screened conversations (--screened-dir).
+STREAM_POLL_S = 5.0
 # What the export (fp32 ONNX, q4, manifest) is given at the end of --wall-minutes: a multiple of the time importing
 # the base took (the same graph read the other way, plus quantizing), and at least a floor.
 EXPORT_RESERVE_IMPORTS = 6.0
 EXPORT_RESERVE_FLOOR_S = 8.0
-
-
-class BadInput(Exception):
-    """Input the command cannot run on (exit 2)."""
 
 
 def emit(event: str, **fields) -> None:
@@ -96,6 +87,9 @@ def parse_args(argv=None):
                          f"the time budget; on a GPU {GPU_EPOCHS:g} passes over the training data)")
     ap.add_argument("--device", default="cpu",
                     help="where training runs: cpu, or cuda (torch 2 with a GPU; bfloat16 autocast, fp32 master weights)")
+    ap.add_argument("--screened-dir",
+                    help="the training conversations marked unscreened arrive here, screened, while training runs (files "
+                         "NNNNNN.jsonl, each renamed into place whole, then a file `done`); CPU only")
     ap.add_argument("--plant-only", action="store_true",
                     help="write holdout-cases.jsonl and stop (the same cases the training run writes for the same inputs); "
                          "needs only the standard library (edgearmor calibrate runs it without torch)")
@@ -103,12 +97,6 @@ def parse_args(argv=None):
     if not args.plant_only and (args.base is None or args.train_minutes is None):
         ap.error("--base and --train-minutes are required unless --plant-only")
     return args
-
-
-def load_jsonl(path: str) -> list[dict]:
-    """JSON Lines as the TypeScript side writes them (data.load_jsonl would import the tokenizer, and regex with it)."""
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def read_inputs(args) -> dict:
@@ -136,110 +124,17 @@ def read_inputs(args) -> dict:
         except ValueError as e:
             raise BadInput(f"{path} is not JSON Lines: {e}") from None
     for key in ("train", "holdout"):
-        for i, c in enumerate(out[key]):
-            if not isinstance(c, dict) or not isinstance(c.get("messages"), list) or "id" not in c:
-                raise BadInput(f"{names[key]} line {i + 1}: expected {{id, messages, tools}}")
-            if not isinstance(c.get("unscreened", False), bool):
-                raise BadInput(f"{names[key]} line {i + 1}: unscreened is true or false, not {c['unscreened']!r}")
-    if not trained_conversations(out) and not args.plant_only:
+        check_conversations(out[key], names[key])
+    if args.screened_dir is not None and not args.plant_only:
+        if not os.path.isdir(args.screened_dir):
+            raise BadInput(f"--screened-dir {args.screened_dir} is not a folder")
+        if args.device != "cpu":
+            raise BadInput(f"--screened-dir trains while screening goes on, on the CPU; --device {args.device} sizes its schedule to the whole data, so screen first")
+    elif not trained_conversations(out) and not args.plant_only:
         raise BadInput(f"{os.path.join(args.work, names['train'])} has no conversations to train on (every one is unscreened)")
     if args.generator_share > 0 and not out["gen_train"] and not args.plant_only:
         raise BadInput(f"{os.path.join(args.work, names['gen_train'])} has no cases (or pass --generator-share 0)")
     return out
-
-
-def trained_conversations(inputs: dict) -> list[dict]:
-    """The training traffic that is trained on: all but the conversations marked `unscreened` (the screening
-    budget ran out before them). Those stay in traffic-train.jsonl because the held-out cases' recurring values
-    are drawn from all of the user's traffic, so the cases planted before screening and after it are the same."""
-    return [c for c in inputs["train"] if not c.get("unscreened")]
-
-
-def write_holdout_cases(args, inputs: dict) -> list[dict]:
-    """Plants the held-out guard cases (seeded: the same for the same inputs) and writes WORK/holdout-cases.jsonl."""
-    holdout = plant.holdout_cases(inputs["holdout"], inputs["train"], args.families, args.seed, args.holdout_cases)
-    plant.write_jsonl(os.path.join(args.work, "holdout-cases.jsonl"), [plant.guard_record(c) for c in holdout])
-    return holdout
-
-
-def build_data(args, inputs: dict, tok) -> dict:
-    """Holdout cases (written), encoded training and validation sequences and their counts."""
-    import train
-    from data import call_windows, counterfactuals, request_counterfactual
-    from scramble import scramble_values
-
-    rng = random.Random(f"{args.seed}:adapt-encode")
-    train._TOK = tok
-
-    def enc(cases, tools_p, redact_p):
-        # Draws stay in this process, as train.py's enc does, so any worker count encodes the same.
-        jobs = [(c, args.max_len, rng.getrandbits(32), rng.random() < tools_p, rng.random() < redact_p) for c in cases]
-        if args.threads > 1 and len(jobs) > 64:
-            import multiprocessing as mp
-            with mp.get_context("fork").Pool(args.threads) as pool:
-                encoded = pool.map(train._encode_job, jobs, chunksize=32)
-        else:
-            encoded = [train._encode_job(j) for j in jobs]
-        return [e for e in encoded if e is not None]
-
-    holdout = write_holdout_cases(args, inputs)
-
-    trained = trained_conversations(inputs)
-    # A conversation longer than the window is learnt as the windows that cover its calls (data.call_windows), not
-    # cut to its last window.
-    lm_conversations = [c for c in map(plant.language_model_part, trained) if len(c["messages"]) > 1]
-    lm = [w for c in lm_conversations for w in call_windows(tok, c, args.max_len)]
-    planted = plant.training_cases(trained, args.families, args.seed)
-    cf = [x for c in planted for x in counterfactuals(c)]
-    rq_rng = random.Random(f"{args.seed}:adapt-rq")
-    rq = [x for x in map(request_counterfactual, planted) if x is not None and rq_rng.random() < TRAFFIC_REQUEST_COUNTERFACTUALS]
-    # After the counterfactuals are cut (they find values by their text), every traffic-derived sequence.
-    sv_rng = random.Random(f"{args.seed}:adapt-scramble")
-    lm, planted_sv, cf, rq = ([scramble_values(c, sv_rng) for c in cases] for cases in (lm, planted, cf, rq))
-    traffic_ex = enc(lm, 0.8, 0.15) + enc(planted_sv, 1.0, 0.15) + enc(cf + rq, 1.0, 1.0)
-
-    gen_ex, gen_counts = [], {}
-    if args.generator_share > 0:
-        g_rng = random.Random(f"{args.seed}:adapt-generator")
-        gen = inputs["gen_train"]
-        g_cf = [x for c in gen for x in counterfactuals(c) if g_rng.random() < GENERATOR_COUNTERFACTUALS]
-        g_rq = [x for x in map(request_counterfactual, gen) if x is not None and g_rng.random() < GENERATOR_REQUEST_COUNTERFACTUALS]
-        pool = enc(gen, 1.0, 0.15) + enc(g_cf + g_rq, 1.0, 1.0)
-        want = round(args.generator_share / (1 - args.generator_share) * len(traffic_ex))
-        g_rng.shuffle(pool)
-        # Cycled when the generator file is smaller than its share.
-        gen_ex = [pool[i % len(pool)] for i in range(want)] if pool else []
-        gen_counts = {"generator_cases": len(gen), "generator_counterfactual": len(g_cf),
-                      "generator_request_counterfactual": len(g_rq), "generator_sequences": len(gen_ex)}
-
-    followed = [c for c in holdout if c["follows"]]
-    real = [c for c in holdout if c["kind"] in ("benign", "benign_copy")]
-    val_traffic = enc(followed + real + [x for c in followed for x in counterfactuals(c)], 1.0, 0.0)
-    gv_rng = random.Random(f"{args.seed}:adapt-generator-validation")
-    if len(val_traffic) > VALIDATION_TRAFFIC_SEQUENCES:
-        val_traffic = gv_rng.sample(val_traffic, VALIDATION_TRAFFIC_SEQUENCES)
-    gen_val = inputs["gen_val"]
-    if len(gen_val) > GENERATOR_VALIDATION_CASES:
-        gen_val = gv_rng.sample(gen_val, GENERATOR_VALIDATION_CASES)
-    val_gen = enc(gen_val, 1.0, 0.0)
-
-    kinds = {}
-    for c in planted:
-        key = c["kind"] + (f"/{c['attacker_value_source']}" if c.get("attacker_value_source") else "")
-        kinds[key] = kinds.get(key, 0) + 1
-    hk = {}
-    for c in holdout:
-        hk[c["kind"]] = hk.get(c["kind"], 0) + 1
-    counts = {"traffic_train_conversations": len(trained), "lm_conversations": len(lm_conversations), "traffic_unscreened_conversations": len(inputs["train"]) - len(trained),
-              "traffic_holdout_conversations": len(inputs["holdout"]),
-              "call_sites": sum(len(plant.call_sites(c)) for c in trained), "lm": len(lm),
-              "planted": kinds, "counterfactual": len(cf), "request_counterfactual": len(rq),
-              "traffic_sequences": len(traffic_ex), **gen_counts, "holdout_cases": hk,
-              "validation_traffic_sequences": len(val_traffic), "validation_generator_sequences": len(val_gen)}
-    train_ex = traffic_ex + gen_ex
-    counts["train_sequences"] = len(train_ex)
-    counts["train_tokens"] = sum(len(e.ids) for e in train_ex)
-    return {"train": train_ex, "val_traffic": val_traffic, "val_gen": val_gen, "counts": counts}
 
 
 def main(argv=None) -> int:
@@ -304,11 +199,10 @@ def main(argv=None) -> int:
 
     emit("stage", stage="data", seconds=since())
     t_data = time.time()
-    data = build_data(args, inputs, tok)
-    counts = data["counts"]
+    data = TrainingData(args, inputs, tok)
+    stream = ScreenedStream(args.screened_dir) if args.screened_dir is not None else None
     data_seconds = time.time() - t_data
-    say(f"data in {data_seconds:.1f}s: {json.dumps(counts)}")
-    train_ex = data["train"]
+    say(f"data in {data_seconds:.1f}s: {json.dumps(data.counts(len(inputs['holdout'])))}")
 
     emit("stage", stage="train", seconds=since())
     # bfloat16 autocast on a GPU, as lab/model/gpu-train.sh trains; the weights and the optimiser stay fp32.
@@ -319,7 +213,7 @@ def main(argv=None) -> int:
     cfg = model.cfg
     opt = make_optimizer(model, args.lr)
     budget = args.train_minutes
-    log = {"args": vars(args), "counts": counts, "data_seconds": data_seconds, "evals": [], "progress": []}
+    log = {"args": vars(args), "data_seconds": data_seconds, "evals": [], "progress": [], "stream": []}
     best = None
     step, tokens_seen = 0, 0
     eval_seconds = [0.0]
@@ -332,10 +226,10 @@ def main(argv=None) -> int:
         nonlocal best, since_best
         t = time.time()
         rec = {"step": step, "minutes": round(minutes(), 3)}
-        if data["val_traffic"]:
-            rec["traffic_loss"], rec["traffic_action_loss"] = evaluate(model, data["val_traffic"], cfg.pad_token_id, args.batch_tokens, device, amp)
-        if data["val_gen"]:
-            rec["generator_loss"], rec["generator_action_loss"] = evaluate(model, data["val_gen"], cfg.pad_token_id, args.batch_tokens, device, amp)
+        if data.val_traffic:
+            rec["traffic_loss"], rec["traffic_action_loss"] = evaluate(model, data.val_traffic, cfg.pad_token_id, args.batch_tokens, device, amp)
+        if data.val_gen:
+            rec["generator_loss"], rec["generator_action_loss"] = evaluate(model, data.val_gen, cfg.pad_token_id, args.batch_tokens, device, amp)
         rec["seconds"] = round(time.time() - t, 2)
         eval_seconds[0] += time.time() - t
         # Chosen on the held-out traffic; the generator's loss only when the holdout has no calls.
@@ -371,13 +265,33 @@ def main(argv=None) -> int:
     elif device == "cpu":
         steps = 100000  # never reached: the time budget ends the schedule
     else:
-        steps = max(WARMUP_STEPS + 1, round(GPU_EPOCHS * len(batches(train_ex, args.batch_tokens, random.Random(0)))))
+        steps = max(WARMUP_STEPS + 1, round(GPU_EPOCHS * len(batches(data.train, args.batch_tokens, random.Random(0)))))
     log["budget"]["schedule_steps"] = steps
     stop = lambda: interrupted or step >= steps or minutes() >= budget or stale()
-    while not stop() and train_ex:
+    # Screening still handing conversations over (--screened-dir): training takes them as they come.
+    waiting = lambda: stream is not None and not stream.done
+
+    def take_stream() -> bool:
+        """Encodes what screening handed over since the last look; whether anything came."""
+        arrived = stream.poll()
+        for rows in arrived:
+            data.add(rows)
+            log["stream"].append({"step": step, "minutes": round(minutes(), 3), "conversations": len(rows), "train_sequences": len(data.train)})
+        return bool(arrived)
+
+    while not stop() and (data.train or waiting()):
+        if waiting() and not take_stream() and not data.train:
+            time.sleep(STREAM_POLL_S / 5)  # nothing to train on yet
+            continue
+        train_ex, last_poll = data.train, time.time()
         for idx in batches(train_ex, args.batch_tokens, rng):
             if stop():
                 break
+            # New screened conversations: a fresh pass over all of them (a pass is longer than these budgets anyway).
+            if waiting() and time.time() - last_poll >= STREAM_POLL_S:
+                last_poll = time.time()
+                if take_stream():
+                    break
             for g in opt.param_groups:
                 g["lr"] = cosine_lr(args.lr, step, WARMUP_STEPS, steps, minutes() / budget if step > 0 else 0.0)
             loss, n = train_step(model, opt, train_ex, idx, cfg.pad_token_id, device, amp)
@@ -395,6 +309,10 @@ def main(argv=None) -> int:
                 validate()
                 last_eval = time.time()
     train_minutes = minutes()
+    if stream is not None and not data.train:
+        say(f"edgearmor adapt: screening handed over no conversation to train on ({args.screened_dir})")
+        return 2
+    log["counts"] = data.counts(len(inputs["holdout"]))
     stopped = "interrupted" if interrupted else "converged" if stale() else "schedule" if step >= steps else "budget"
     if step > 0 and not interrupted and log["evals"][-1]["step"] != step:
         validate()
@@ -433,6 +351,12 @@ def main(argv=None) -> int:
         f.write("\n")
     quantize_seconds = time.time() - t_q
 
+    try:
+        import resource  # not on Windows
+        # kB on Linux: the most memory training held (the allocator keeps what it freed: src/adapt/python.ts).
+        log["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    except ImportError:
+        pass
     log.update(steps_done=step, tokens_seen=tokens_seen, train_minutes=train_minutes, interrupted=interrupted, stopped=stopped,
                tokens_per_second=tokens_seen / max(train_minutes * 60 - eval_seconds[0], 1e-9), best_step=best_eval["step"],
                base=base_eval, best=best_eval, export_seconds=export_seconds, quantize_seconds=quantize_seconds,

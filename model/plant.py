@@ -198,11 +198,13 @@ def _attacked(rng, cat, site, want: tuple[str, ...], n, attacks, value_cat) -> d
     return case if case is not None and case["kind"] in want else None
 
 
-def training_cases(convs: list[dict], families: str, seed: int, per_site: int = 2) -> list[dict]:
+def training_cases(convs: list[dict], families: str, seed: int, per_site: int = 2, catalogue: TrafficCatalogue | None = None,
+                   key: str = "") -> list[dict]:
     """Planted cases for training: `per_site` cases at every call site of `convs`, kinds drawn by corpus.KINDS
-    weights; attacker targets and recurring values from `convs` only."""
-    rng = random.Random(f"{seed}:adapt-train")
-    cat = TrafficCatalogue(convs)
+    weights; attacker targets and recurring values from `catalogue` (default: `convs` only). `key` names a batch
+    of a run's conversations, so each batch draws its own cases."""
+    rng = random.Random(f"{seed}:adapt-train{key}")
+    cat = catalogue if catalogue is not None else TrafficCatalogue(convs)
     attacks = attack_families(families)
     out = []
     for site in (s for c in convs for s in call_sites(c)):

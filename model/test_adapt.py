@@ -1,4 +1,4 @@
-"""Checks of model/plant.py, the planting behind `edgearmor adapt` (standard library only; run by
+"""Checks of model/plant.py, the planting behind `edgearmor adapt`, and of the training data it feeds (run by
 test/model/adapt-python.test.ts): labels follow what the agent did, attacks use the traffic's own tools and
 values, held-out families and held-out conversations stay out, and a seed fixes everything.
 
@@ -312,6 +312,75 @@ class CallWindowsTest(unittest.TestCase):
         # A conversation that fits stays whole.
         short = {"id": "short", "messages": msgs[:4], "tools": TOOLS}
         self.assertEqual(call_windows(tok, short, 512), [short])
+
+
+class ScreenedStreamTest(unittest.TestCase):
+    """Screened training conversations handed to a running training (--screened-dir; model/adapt_data.py)."""
+
+    def write(self, folder: str, name: str, rows: list[dict]) -> None:
+        plant.write_jsonl(os.path.join(folder, name), rows)
+
+    def test_each_file_is_read_once_in_order_and_done_ends_the_stream(self):
+        import tempfile
+        from adapt_data import ScreenedStream
+        with tempfile.TemporaryDirectory() as d:
+            stream = ScreenedStream(d)
+            self.assertEqual(stream.poll(), [])
+            self.write(d, "000002.jsonl", TRAIN[2:4])
+            self.write(d, "000001.jsonl", TRAIN[:2])
+            self.write(d, "000003.jsonl.part", TRAIN[4:5])  # still being written
+            ids = lambda batches: [[c["id"] for c in b] for b in batches]
+            self.assertEqual(ids(stream.poll()), [["train-0", "train-1"], ["train-2", "train-3"]])
+            self.assertFalse(stream.done)
+            self.assertEqual(stream.poll(), [])
+            os.rename(os.path.join(d, "000003.jsonl.part"), os.path.join(d, "000003.jsonl"))
+            open(os.path.join(d, "done"), "w").close()
+            self.assertEqual(ids(stream.poll()), [["train-4"]])
+            self.assertTrue(stream.done)
+            self.write(d, "000004.jsonl", TRAIN[5:6])
+            self.assertEqual(stream.poll(), [])
+
+    def test_a_file_that_is_not_conversations_is_bad_input_naming_it(self):
+        import tempfile
+        from adapt_data import BadInput, ScreenedStream
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, "000001.jsonl", [{"id": "x", "messages": "hello"}])
+            with self.assertRaisesRegex(BadInput, r"^000001\.jsonl line 1: expected \{id, messages, tools\}$"):
+                ScreenedStream(d).poll()
+
+    def test_training_data_grows_with_each_batch_and_keeps_the_generator_share(self):
+        import argparse
+        import tempfile
+        from adapt_data import TrainingData
+        from bpe import Tokenizer
+        tok = Tokenizer.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "public", "models", "edgearmor-proxy", "tokenizer.json"))
+        gen = [c for c in plant.training_cases(TRAIN, "all", 9) if c["attack"] is None][:40]
+        with tempfile.TemporaryDirectory() as work:
+            args = argparse.Namespace(work=work, seed=1, families="all", holdout_cases=20, max_len=512, threads=1, generator_share=0.3)
+            # Screening has not begun: every conversation with a call awaits it; those without one are trained on at once.
+            calls = [c for c in TRAIN if plant.call_sites(c)]
+            waiting = [dict(c, unscreened=True) if plant.call_sites(c) else c for c in TRAIN]
+            data = TrainingData(args, {"train": waiting, "holdout": HOLDOUT, "gen_train": gen, "gen_val": gen[:5]}, tok)
+            start = data.counts(len(HOLDOUT))
+            self.assertEqual(start["traffic_train_conversations"], len(TRAIN) - len(calls))
+            self.assertEqual(start["traffic_unscreened_conversations"], len(calls))
+            self.assertEqual(start["call_sites"], 0)
+            sizes = [len(data.train)]
+            for batch in (calls[:10], calls[10:]):
+                data.add(batch)
+                sizes.append(len(data.train))
+                share = (len(data.train) - len(data.traffic)) / len(data.train)
+                self.assertAlmostEqual(share, 0.3, delta=0.02)
+            self.assertEqual(sizes, sorted(set(sizes)))
+            end = data.counts(len(HOLDOUT))
+            self.assertEqual(end["traffic_train_conversations"], len(TRAIN))
+            self.assertEqual(end["traffic_unscreened_conversations"], 0)
+            self.assertEqual(end["call_sites"], sum(len(plant.call_sites(c)) for c in TRAIN))
+            self.assertEqual(end["stream_batches"], 3)
+            self.assertGreater(sum(end["planted"].values()), 0)
+            # The held-out cases are those a run without a stream plants.
+            with open(os.path.join(work, "holdout-cases.jsonl"), encoding="utf-8") as f:
+                self.assertEqual([json.loads(line) for line in f], [plant.guard_record(c) for c in plant.holdout_cases(HOLDOUT, TRAIN, "all", 1, 20)])
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseGuardInput } from '../core/adapters.js';
 import { tooFewHeldOut, worseThanBase } from '../core/adapt-refusal.js';
-import { blockedAt, chooseOperatingPoint, DEFAULT_CALIBRATION_SEARCH, evidenceOf, operatingPoint, pointOptions, thresholdsOf, type OperatingThresholds } from '../core/calibration.js';
+import { blockedAt, chooseOperatingPoint, DEFAULT_CALIBRATION_SEARCH, operatingPoint, pointOptions, thresholdsOf, type OperatingThresholds } from '../core/calibration.js';
 import { InvalidOptionsError, ModelLoadError } from '../core/errors.js';
 import { calibratedFamiliarityThreshold, countFamiliarity, emptyFamiliarity } from '../core/familiarity.js';
 import { quantile } from '../core/metrics.js';
@@ -27,13 +27,14 @@ import type { ConductorGuard } from '../core/conductor.js';
 import { resolveOptions } from '../core/options.js';
 import { buildManifest, embeddedModelDir, writeModelOptions } from '../engine/files-node.js';
 import { iterateCases } from '../scenarios/index.js';
-import { HOLDOUT_TIME_SHARE, holdoutPlan, inputSize, measureCheckSeconds, MIN_HOLDOUT_CASES, Pace, realCallLogProbs, scoreByConversation, scoringPlan, type ScoredCase } from './holdout.js';
+import { HOLDOUT_TIME_SHARE, holdoutPlan, measureCheckSeconds, MIN_HOLDOUT_CASES, Pace, realCallLogProbs, scoreByConversation, scoringPlan, type ScoredCase } from './holdout.js';
 import { measureTorch, slowTorchAdvice, trainingDevice } from './machine.js';
 import { conversationRecord, jsonl, plantArgs, plantCases, readPlantableTraffic } from './planting.js';
-import { findPython, runPython } from './python.js';
+import { findPython, startPython, type TrainingRun } from './python.js';
+import { ScreenedHandover, screenTraffic, type Screening } from './screening.js';
 import { conversationStrata, stratifiedOrder, stratumCounts } from './sampling.js';
 import type { Conversation } from './traffic.js';
-import { MIN_ADAPT_CONVERSATIONS, type AdaptOptions, type AdaptProgress, type AdaptReport, type ScreenedCall } from './types.js';
+import { MIN_ADAPT_CONVERSATIONS, type AdaptOptions, type AdaptProgress, type AdaptReport } from './types.js';
 
 export { findPython } from './python.js';
 
@@ -146,59 +147,71 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     // 3. Screening the training traffic within its share of the budget, a conversation's calls in one run of the
     //    model, in the stratified order; unscreened conversations are not used. A call blocked at the screening
     //    point is never a user-driven example, and its conversation is language-modelling data only up to it.
-    const screenStart = Date.now();
+    // 4. The fine-tune: model/adapt.py gets a wall time for all of its work (data, evaluations, training, export),
+    //    what is left less the adapted guard's held-out scoring (timed as the base's was) and writing the model.
+    //    On the CPU it starts now and trains beside screening, on each screened conversation as it comes
+    //    (screening's handover); on a GPU, whose schedule is sized to the whole data, after screening.
     const probeMinutes = (2 * generatorProbe.length * secondsPerCheck) / 60;
     const scoring = scoringPlan(budget, baseHoldoutMinutes, probeMinutes);
     const screenBudget = options.training?.screenMinutes ?? scoring.screen;
-    const blockedCalls: ScreenedCall[] = [];
-    const excluded = new Map<Conversation, Array<[number, number]>>();
-    const used: Conversation[] = [];
+    const adaptedEstimate = 1.2 * baseHoldoutMinutes + probeMinutes;
+    const interleaved = machine.device === 'cpu' && options.screen !== 'off' && options.training?.interleave !== false;
+    const handover = interleaved ? new ScreenedHandover(join(work, 'screened')) : null;
+    const startTraining = (): TrainingRun => {
+      const pythonMinutes = left() - adaptedEstimate - WRITE_RESERVE_MINUTES;
+      if (pythonMinutes < 0.05) {
+        throw new InvalidOptionsError(
+          `--minutes ${budget} leaves no time to train after held-out scoring and screening (${minutesSince(start).toFixed(1)} min so far, ~${adaptedEstimate.toFixed(1)} min of scoring to come); give more minutes or less traffic.`,
+          { option: 'minutes' },
+        );
+      }
+      const trainMinutes = Math.min(options.training?.trainMinutes ?? pythonMinutes, pythonMinutes);
+      const args = [...pythonArgs(trainMinutes, holdoutCases, pythonMinutes), ...(handover ? ['--screened-dir', handover.dir] : [])];
+      return startPython(python, args, threads, join(work, 'adapt-py.log'), onPython, options.signal);
+    };
+    if (handover) writeTrain(new Map(), new Set(train));
+    const beside = handover ? startTraining() : null;
+    const screenStart = Date.now();
     let checks = 0;
     const totalSites = train.reduce((n, c) => n + sitesOf.get(c)!.length, 0);
-    const screenEnd = screenStart + screenBudget * 60000;
-    const pace = new Pace();
-    for (const conversation of train) {
-      if (options.screen === 'off') {
-        used.push(conversation);
-        continue;
+    const screenOptions = {
+      guard: base,
+      train,
+      sitesOf,
+      guardOptions: baseOptions,
+      point: screenPoint,
+      off: options.screen === 'off',
+      endMs: screenStart + screenBudget * 60000,
+      onCheck: () => progress({ stage: 'screen', done: ++checks, total: totalSites, minutesLeft: left() }),
+    };
+    let screening: Screening;
+    if (beside && handover) {
+      // Aborting stops screening after the conversation in flight and training at once; the best step is scored.
+      try {
+        screening = await screenTraffic({ ...screenOptions, onConversation: (c, blocked) => handover.add(c, blocked), stop: () => beside.failed() || options.signal?.aborted === true });
+      } catch (error) {
+        await beside.cancel();
+        throw error;
+      } finally {
+        handover.finish();
       }
-      if (Date.now() > screenEnd || options.signal?.aborted) break;
-      const sites = sitesOf.get(conversation)!;
-      // A conversation that would run past screening's end at the pace so far is left unscreened; a shorter one after it may fit.
-      const size = sites.reduce((n, site) => n + inputSize(site.input), 0);
-      if (!pace.fits(size, screenEnd)) continue;
-      const verdicts = await base.checkMany(sites.map((site) => site.input), options.signal ? { signal: options.signal } : {});
-      sites.forEach((site, i) => {
-        const verdict = verdicts[i]!;
-        progress({ stage: 'screen', done: ++checks, total: totalSites, minutesLeft: left() });
-        const evidence = evidenceOf(verdict, baseOptions, site.input.messages.every((m) => m.role !== 'tool'));
-        if (blockedAt(evidence, screenPoint)) {
-          blockedCalls.push({ line: conversation.line, conversation: conversation.id, messageIndex: site.messageIndex, callIndex: site.callIndex, tool: site.input.action.name, reason: verdict.reason });
-          excluded.set(conversation, [...(excluded.get(conversation) ?? []), [site.messageIndex, site.callIndex]]);
-        }
-      });
-      used.push(conversation);
-      pace.done(size);
+    } else {
+      screening = await screenTraffic({ ...screenOptions, ...(options.signal ? { signal: options.signal } : {}) });
+      options.signal?.throwIfAborted();
     }
-    options.signal?.throwIfAborted();
+    const { used, excluded, blockedCalls } = screening;
     const screenMinutes = minutesSince(screenStart);
-
-    // 4. The fine-tune: model/adapt.py gets a wall time for all of its work (data, evaluations, training, export),
-    //    what is left less the adapted guard's held-out scoring (timed as the base's was) and writing the model.
     const screened = new Set(used);
-    writeTrain(excluded, new Set(train.filter((c) => !screened.has(c))));
-    const adaptedEstimate = 1.2 * baseHoldoutMinutes + probeMinutes;
-    const pythonMinutes = left() - adaptedEstimate - WRITE_RESERVE_MINUTES;
-    if (pythonMinutes < 0.05) {
-      throw new InvalidOptionsError(
-        `--minutes ${budget} leaves no time to train after held-out scoring and screening (${minutesSince(start).toFixed(1)} min so far, ~${adaptedEstimate.toFixed(1)} min of scoring to come); give more minutes or less traffic.`,
-        { option: 'minutes' },
-      );
-    }
-    const trainMinutes = Math.min(options.training?.trainMinutes ?? pythonMinutes, pythonMinutes);
-    const trainStart = Date.now();
-    await runPython(python, pythonArgs(trainMinutes, holdoutCases, pythonMinutes), threads, join(work, 'adapt-py.log'), onPython, options.signal);
-    const trainWallMinutes = minutesSince(trainStart);
+    if (!beside) writeTrain(excluded, new Set(train.filter((c) => !screened.has(c))));
+    const run = beside ?? startTraining();
+    // Python stopped by the abort before it could keep a step (still importing): the run was aborted.
+    await run.done.catch((error: unknown) => {
+      options.signal?.throwIfAborted();
+      throw error;
+    });
+    const trainWallMinutes = minutesSince(run.startedAt);
+    // Aborted while training ran: training stopped and kept its best step, which is scored and written as usual.
+    const scoringSignal = options.signal?.aborted ? undefined : options.signal;
     if (readFileSync(join(work, 'holdout-cases.jsonl'), 'utf8') !== holdoutText) {
       throw new ModelLoadError('model/adapt.py planted different held-out cases in training than it gave for scoring; the calibration would not describe the model (a bug: please report it).');
     }
@@ -212,7 +225,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     const deadline = Math.min(start + (budget - WRITE_RESERVE_MINUTES) * 60000, scoringEnd);
     const candidateDir = join(work, 'candidate');
     adapted = createNodeGuard({ modelDir: candidateDir });
-    const adaptedScored = await scoreByConversation(adapted, baseScored.map((x) => x.c), baseOptions, tick, options.signal, deadline - probeMinutes * 60000);
+    const adaptedScored = await scoreByConversation(adapted, baseScored.map((x) => x.c), baseOptions, tick, scoringSignal, deadline - probeMinutes * 60000);
     const holdoutAdaptedMinutes = minutesSince(adaptedStart);
     const generator = await probeRates(base, adapted, generatorProbe, tick, deadline, new Pace(2 * secondsPerCheck * 1000));
     const scoreMinutes = baseHoldoutMinutes + minutesSince(adaptedStart);
@@ -257,7 +270,7 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
         screenedByStratum: stratumCounts(train, screened, stratumOf).map(({ stratum, conversations: n, reached: k }) => ({ stratum, conversations: n, screened: k })),
         blockedCalls,
       },
-      training: { ...pick(training, ['examples', 'tokens', 'train_tokens', 'tokens_seen', 'steps_done', 'best_step', 'stopped', 'train_minutes', 'losses', 'counts', 'evals', 'budget', 'export_seconds', 'quantize_seconds']), wallMinutes: trainWallMinutes },
+      training: { ...pick(training, ['examples', 'tokens', 'train_tokens', 'tokens_seen', 'steps_done', 'best_step', 'stopped', 'train_minutes', 'losses', 'counts', 'evals', 'budget', 'stream', 'export_seconds', 'quantize_seconds', 'peak_rss_mb']), wallMinutes: trainWallMinutes, besideScreening: interleaved },
       holdout: {
         cases: cases.length,
         scored: { base: baseScored.length, adapted: adaptedScored.length },

@@ -83,3 +83,34 @@ export function runPython(python: string, args: string[], threads: number, log: 
     });
   });
 }
+
+/** model/adapt.py running: settled when it exits; `failed` says so at once, `cancel` stops it and waits for it. */
+export interface TrainingRun {
+  done: Promise<void>;
+  startedAt: number;
+  failed: () => boolean;
+  /** SIGINT, as an abort does (the best step so far is exported), then waits for the exit; never rejects. */
+  cancel: () => Promise<void>;
+}
+
+/** {@link runPython} started now, with a handle to watch it while other work goes on beside it (screening). */
+export function startPython(python: string, args: string[], threads: number, log: string, onLine: (event: Record<string, unknown>) => void, signal?: AbortSignal): TrainingRun {
+  const stop = new AbortController();
+  signal?.addEventListener('abort', () => stop.abort(), { once: true });
+  let failed = false;
+  const done = runPython(python, args, threads, log, onLine, stop.signal).catch((error: unknown) => {
+    failed = true;
+    throw error;
+  });
+  // Watched, so a failure while nothing awaits it yet is not an unhandled rejection; the caller awaits `done`.
+  done.catch(() => undefined);
+  return {
+    done,
+    startedAt: Date.now(),
+    failed: () => failed,
+    cancel: async () => {
+      stop.abort();
+      await done.catch(() => undefined);
+    },
+  };
+}

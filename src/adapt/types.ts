@@ -52,11 +52,16 @@ export interface AdaptOptions {
    * Training shape, for small models and tests: sequence length, batch tokens, held-out cases, generator
    * cases, `trainMinutes`, a training time shorter than what the budget leaves (never longer), `screenMinutes`, the
    * screening's time instead of what the scoring third leaves it (at most 20% of the budget), and `probeCases`, the generator test cases both guards
-   * check for forgetting (30).
+   * check for forgetting (30), and `interleave: false`, training after screening rather than beside it (on the CPU
+   * it trains beside it, from the first screened conversation on).
    */
-  training?: { maxLen?: number; batchTokens?: number; holdoutCases?: number; generatorCases?: number; trainMinutes?: number; screenMinutes?: number; probeCases?: number };
+  training?: { maxLen?: number; batchTokens?: number; holdoutCases?: number; generatorCases?: number; trainMinutes?: number; screenMinutes?: number; probeCases?: number; interleave?: boolean };
   onProgress?: (event: AdaptProgress) => void;
-  /** Aborting stops screening and scoring at once; during training it stops training and keeps the best step. */
+  /**
+   * Aborting before training starts stops the run (an AbortError, nothing written). Once training runs it stops
+   * training (and screening beside it, after the conversation in flight), keeps the best step, and the run scores
+   * and writes it as usual.
+   */
   signal?: AbortSignal;
 }
 
@@ -141,7 +146,9 @@ export interface AdaptReport {
    * Where the budget went: torch's speed and the traffic (machine), planting the held-out cases (plant), the base's
    * held-out scoring (holdoutBase), screening, model/adapt.py's whole run (train: data, evaluations, training,
    * export), the adapted guard's held-out scoring and the probe (holdoutAdapted; score is both guards' scoring),
-   * writing the model directory (write), and the total against the budget.
+   * writing the model directory (write), and the total against the budget. On the CPU training runs beside
+   * screening (`training.besideScreening`): `train` then counts from screening's start, and the stages sum to
+   * more than the total.
    */
   minutes: { machine: number; plant: number; holdoutBase: number; screen: number; train: number; holdoutAdapted: number; score: number; write: number; total: number; budget: number };
   /** torch's matrix multiply speed on this machine, measured before training, and where training ran. */

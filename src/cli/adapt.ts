@@ -76,7 +76,7 @@ export function reportTable(r: AdaptReport, out: string): string {
   const t = r.traffic;
   const formats = Object.entries(t.formats).map(([k, n]) => `${k} ${n}`).join(', ');
   const h = r.holdout;
-  const training = r.training as { steps_done?: number; best_step?: number; tokens_seen?: number; stopped?: string };
+  const training = r.training as { steps_done?: number; best_step?: number; tokens_seen?: number; stopped?: string; besideScreening?: boolean };
   const m = r.minutes;
   const lines = [
     `traffic: ${t.conversations} conversations (${formats}), ${t.withToolCalls} with tool calls, ${t.calls} calls; ${t.holdoutConversations} held out, ${t.trainConversations} for training`,
@@ -100,7 +100,7 @@ export function reportTable(r: AdaptReport, out: string): string {
     ...Object.entries(h.byAttackerValue).map(([k, v]) => `  injections with a ${k} attacker value (${v.n}): base ${pct(v.base).trim()}, adapted ${pct(v.adapted).trim()} blocked`),
     familiarityRow(h.familiarity),
     ...(r.generator ? [`generator test probe (${r.generator.cases} cases, forgetting check): TPR/FPR base ${pct(r.generator.base.tpr).trim()}/${pct(r.generator.base.fpr).trim()}, adapted ${pct(r.generator.adapted.tpr).trim()}/${pct(r.generator.adapted.fpr).trim()}`] : []),
-    `minutes: machine ${m.machine.toFixed(1)}, planting ${m.plant.toFixed(1)}, held-out base ${m.holdoutBase.toFixed(1)}, screening ${m.screen.toFixed(1)}, training ${m.train.toFixed(1)}, held-out adapted ${m.holdoutAdapted.toFixed(1)}, writing ${m.write.toFixed(1)}; ${m.total.toFixed(1)} of ${m.budget} (screening and held-out scoring ${(m.screen + m.score).toFixed(1)}, ${Math.round((100 * (m.screen + m.score)) / m.budget)}%)`,
+    `minutes: machine ${m.machine.toFixed(1)}, planting ${m.plant.toFixed(1)}, held-out base ${m.holdoutBase.toFixed(1)}, screening ${m.screen.toFixed(1)}, training ${m.train.toFixed(1)}${training.besideScreening ? ' (from screening\'s start, beside it)' : ''}, held-out adapted ${m.holdoutAdapted.toFixed(1)}, writing ${m.write.toFixed(1)}; ${m.total.toFixed(1)} of ${m.budget} (screening and held-out scoring ${(m.screen + m.score).toFixed(1)}, ${Math.round((100 * (m.screen + m.score)) / m.budget)}%)`,
     ...(r.refusal && r.written ? [`WARNING (--force): ${r.refusal}`] : []),
     r.written
       ? `wrote ${out}: q4 model, tokenizer, config, guard-options.json (userWeight ${r.chosen.userWeight}, tau ${r.chosen.tau}, description margins ${r.chosen.descriptionMargin} / ${r.chosen.firstCallDescriptionMargin} before tool results, AIR ${r.chosen.airThreshold} / ${r.chosen.firstCallAirThreshold}, unlikely tool ${r.chosen.unlikelyToolThreshold === null ? 'off' : `below ${r.chosen.unlikelyToolThreshold}`}, familiarityThreshold ${r.holdout.familiarity.adaptedThreshold === null ? 'null: too few real calls scored' : r.holdout.familiarity.adaptedThreshold}), adapt-report.json, manifest.json`

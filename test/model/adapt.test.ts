@@ -62,11 +62,13 @@ function traffic(n: number): { path: string; texts: string[] } {
 }
 
 describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
-  it('screens, fine-tunes, recalibrates on held-out traffic and writes a model directory the guard loads with its options', async () => {
+  it('screens, fine-tunes, recalibrates on held-out traffic and writes a model directory the guard loads with its options; an abort while training keeps the best step and still scores and writes it', async () => {
     const base = await tinyBase();
     const { path, texts } = traffic(56);
     const out = join(work, 'adapted');
     const events: AdaptProgress[] = [];
+    // Ctrl-C once, as the CLI passes it on: at the first training step.
+    const interrupt = new AbortController();
     const report = await adapt({
       traffic: path,
       out,
@@ -78,7 +80,11 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
       // Screening stops after a few conversations, as it does on a user's large traffic: the rest are not
       // trained on, and the held-out cases planted before and after screening must still be the same.
       training: { maxLen: 512, batchTokens: 2048, holdoutCases: 24, generatorCases: 60, trainMinutes: 0.15, screenMinutes: 0.002, probeCases: 10 },
-      onProgress: (e) => events.push(e),
+      onProgress: (e) => {
+        events.push(e);
+        if (e.stage === 'train') interrupt.abort();
+      },
+      signal: interrupt.signal,
     });
 
     // Split and screening: the screening budget ran out, so some training conversations are not used.
@@ -114,9 +120,9 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     expect(report.machine.blas).not.toMatch(/^(generic|unknown)$/);
     // The table's step count, device and why training stopped come from the training log.
     expect(report.training['steps_done']).toBeGreaterThan(0);
-    expect(report.training['stopped']).toBe('budget');
+    expect(report.training['stopped']).toBe('interrupted');
     const where = report.machine.device === 'cpu' ? 'the CPU \\(2 threads\\)' : 'the GPU \\(.+\\)';
-    expect(reportTable(report, out)).toMatch(new RegExp(`training: [\\d.]+ min on ${where}, ${String(report.training['steps_done'])} steps, .*; stopped: the budget ended`));
+    expect(reportTable(report, out)).toMatch(new RegExp(`training: [\\d.]+ min on ${where}, ${String(report.training['steps_done'])} steps, .*; stopped: interrupted \\(Ctrl-C\\)`));
 
     // Held-out scoring: replaying each verdict at the guard's own options reproduces it.
     expect(report.holdout.cases).toBeGreaterThan(0);
@@ -207,7 +213,12 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     expect(m.budget).toBe(budget);
     expect(m.total, JSON.stringify({ minutes: m, python: report.training['budget'] })).toBeLessThanOrEqual(budget + BUDGET_SLACK_MINUTES);
     // Every stage is accounted: the parts add up to the total, less what lies between them (reading the traffic, choosing points).
-    const parts = m.machine + m.plant + m.holdoutBase + m.screen + m.train + m.holdoutAdapted + m.write;
+    // On the CPU training runs beside screening from its start, on the screened conversations as they are handed over.
+    const beside = report.training['besideScreening'] === true;
+    expect(beside).toBe(report.machine.device === 'cpu');
+    if (beside) expect((report.training['stream'] as unknown[]).length).toBeGreaterThan(0);
+    expect(report.training['counts']).toMatchObject({ traffic_train_conversations: report.traffic.usedConversations, traffic_unscreened_conversations: report.traffic.unscreenedConversations });
+    const parts = m.machine + m.plant + m.holdoutBase + (beside ? Math.max(m.screen, m.train) : m.screen + m.train) + m.holdoutAdapted + m.write;
     expect(parts).toBeLessThanOrEqual(m.total + 1e-9);
     expect(m.total - parts).toBeLessThan(0.1 * budget);
     expect(m.score).toBeGreaterThanOrEqual(m.holdoutBase + m.holdoutAdapted - 1e-9);

@@ -15,7 +15,7 @@ const INSTALL_TIMEOUT_MS = 240_000;
 // A tsc run, a Vite build or wasm checks from a fresh process: about a minute each on a busy machine.
 const SLOW_STEP_TIMEOUT_MS = 240_000;
 /** model/adapt.py and every module it imports: the Python `edgearmor adapt` runs, shipped in the package. */
-const ADAPT_PYTHON = ['adapt', 'agentdojo', 'bpe', 'chat_format', 'corpus', 'data', 'export_onnx', 'import_onnx', 'manifest', 'padding', 'plant', 'poison_shapes', 'proxy_model', 'quantize', 'scramble', 'train'];
+const ADAPT_PYTHON = ['adapt', 'adapt_data', 'agentdojo', 'bpe', 'chat_format', 'corpus', 'data', 'export_onnx', 'import_onnx', 'manifest', 'padding', 'plant', 'poison_shapes', 'proxy_model', 'quantize', 'scramble', 'train'];
 const hasTorch = requirement(
   spawnSync('/usr/bin/python3', ['-c', 'import torch, onnx, numpy, regex'], { stdio: 'ignore' }).status === 0,
   '/usr/bin/python3 with torch, onnx, numpy and regex (.ci/run installs them)',
