@@ -1,13 +1,26 @@
 /**
  * adapt measures torch's matrix multiply before training and tells a user on a slow BLAS what to install; it
- * trains on a CUDA GPU when torch sees one.
+ * trains on a CUDA GPU when torch sees one; its Python's environment (threads, OpenMP, the allocator).
  */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../../src/core/errors.js';
 import { SLOW_MATMUL_GFLOPS, slowTorchAdvice, trainingDevice } from '../../src/adapt/machine.js';
-import { pythonEnv } from '../../src/adapt/python.js';
+import { pythonEnv, TRAINING_MALLOC } from '../../src/adapt/python.js';
 import { CLI, NODE } from '../cli.js';
+
+/** The Python adapt runs where nothing else is asked for (src/adapt/python.ts findPython's first choice). */
+const PYTHON = '/usr/bin/python3';
+/** Minor page faults of 8 rounds of a 64 MB buffer written and freed (above the 32 MB up to which glibc learns to keep blocks by itself). */
+const PAGE_FAULTS = [
+  'import resource',
+  'faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt',
+  'start = faults()',
+  'for _ in range(8):',
+  '    b = bytearray(64 << 20)',
+  '    del b',
+  'print(faults() - start)',
+].join('\n');
 
 const cpuOnly = { matmulGflops: 40, blas: 'openblas', threads: 2, gpu: null };
 const withGpu = { ...cpuOnly, gpu: 'NVIDIA H200' };
@@ -46,6 +59,27 @@ describe("the environment adapt's Python runs in", () => {
     } finally {
       if (saved === undefined) delete process.env['OMP_WAIT_POLICY'];
       else process.env['OMP_WAIT_POLICY'] = saved;
+    }
+  });
+
+  it("keeps training's large freed blocks from the kernel (glibc), so they are not faulted in again on every step, unless the caller set GLIBC_TUNABLES", () => {
+    const saved = process.env['GLIBC_TUNABLES'];
+    try {
+      delete process.env['GLIBC_TUNABLES'];
+      const env = pythonEnv(2);
+      expect(env['GLIBC_TUNABLES']).toBe(TRAINING_MALLOC);
+      // 8 rounds of a 64 MB buffer written and freed: 16,384 pages of 4 kB each round where glibc maps and unmaps
+      // it, one round's worth (or a few huge pages) where it keeps the block. glibc ignores a tunable it cannot parse,
+      // so this is what says the string works.
+      const faults = (e: NodeJS.ProcessEnv) => Number(spawnSync(PYTHON, ['-c', PAGE_FAULTS], { env: e, encoding: 'utf8' }).stdout.trim());
+      const { GLIBC_TUNABLES: _, ...untuned } = env;
+      expect(faults(env)).toBeLessThan(2 * 16_384);
+      expect(faults(untuned)).toBeGreaterThan(6 * 16_384);
+      process.env['GLIBC_TUNABLES'] = 'glibc.malloc.arena_max=1';
+      expect(pythonEnv(2)['GLIBC_TUNABLES']).toBe('glibc.malloc.arena_max=1');
+    } finally {
+      if (saved === undefined) delete process.env['GLIBC_TUNABLES'];
+      else process.env['GLIBC_TUNABLES'] = saved;
     }
   });
 });
