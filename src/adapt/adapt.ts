@@ -201,6 +201,13 @@ export async function adapt(options: AdaptOptions): Promise<AdaptReport> {
     }
     const { used, excluded, blockedCalls } = screening;
     const screenMinutes = minutesSince(screenStart);
+    if (used.length === 0 && lmOnly.length === 0) {
+      await beside?.cancel();
+      throw new InvalidOptionsError(
+        `--minutes ${budget} left screening ${screenBudget.toFixed(2)} min after held-out scoring (${baseHoldoutMinutes.toFixed(1)} min), and it reached none of the ${train.length} training conversations: nothing to train on. Give more minutes, or --screen off for traffic known to be attack-free.`,
+        { option: 'minutes' },
+      );
+    }
     const screened = new Set(used);
     if (!beside) writeTrain(excluded, new Set(train.filter((c) => !screened.has(c))));
     const run = beside ?? startTraining();

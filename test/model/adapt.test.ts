@@ -193,6 +193,15 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     }
   }, ADAPT_TEST_TIMEOUT_MS);
 
+  it('refuses, naming the minutes, a budget that leaves screening no conversation to train on', async () => {
+    const base = await tinyBase();
+    const { path } = traffic(56);
+    const run = adapt({ traffic: path, out: join(work, 'none-screened'), baseModel: base, minutes: 5, training: { holdoutCases: 12, generatorCases: 20, screenMinutes: 0, probeCases: 2 } });
+    await expect(run).rejects.toThrow(/^--minutes 5 left screening 0\.00 min after held-out scoring \([\d.]+ min\), and it reached none of the \d+ training conversations: nothing to train on\. Give more minutes, or --screen off/);
+    await expect(run).rejects.toMatchObject({ name: 'InvalidOptionsError', details: { option: 'minutes' } });
+    expect(existsSync(join(work, 'none-screened'))).toBe(false);
+  }, ADAPT_TEST_TIMEOUT_MS);
+
   it('keeps a one-minute budget on its own, every stage stopped in time, and says where each minute went', async () => {
     const base = await tinyBase();
     // More traffic than screening can reach in its minutes, as a user's is: the scoring third must hold.
