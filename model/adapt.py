@@ -34,7 +34,6 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import plant  # noqa: E402
 from adapt_data import (BadInput, ScreenedStream, TrainingData, check_conversations, load_jsonl,  # noqa: E402
                         trained_conversations, write_holdout_cases)
 
