@@ -52,7 +52,8 @@ export async function screenTraffic(o: ScreenOptions): Promise<Screening> {
       out.used.push(conversation);
       continue;
     }
-    if (Date.now() > o.endMs || o.signal?.aborted || o.stop?.()) break;
+    // A deadline that has come is spent: a budget of 0 screens nothing, however fast the first check would be.
+    if (Date.now() >= o.endMs || o.signal?.aborted || o.stop?.()) break;
     const sites = o.sitesOf.get(conversation)!;
     // A conversation that would run past screening's end at the pace so far is left unscreened; a shorter one after it may fit.
     const size = sites.reduce((n, site) => n + inputSize(site.input), 0);
