@@ -76,7 +76,7 @@ export async function scoreAll(
   const out = [];
   for (const c of cases) {
     signal?.throwIfAborted();
-    if (Date.now() > deadlineMs) break;
+    if (Date.now() >= deadlineMs) break;
     out.push(scoredCase(c, await guard.check(c.input, signal ? { signal } : {}), options));
     onTick();
   }
@@ -99,7 +99,7 @@ export class Pace {
   /** Whether `units` more, at the pace so far (or the guess), end by `deadlineMs`. */
   fits(units: number, deadlineMs: number): boolean {
     const now = Date.now();
-    if (now > deadlineMs) return false;
+    if (now >= deadlineMs) return false;
     const perUnit = this.units === 0 ? this.guessMs : (now - this.start) / this.units;
     return now + perUnit * units <= deadlineMs;
   }

@@ -73,6 +73,8 @@ describe('held-out cases for adapt', () => {
     // Before any work: whether the deadline is still ahead.
     expect(pace.fits(1e9, Date.now() + 1)).toBe(true);
     expect(pace.fits(1, Date.now() - 1)).toBe(false);
+    // A deadline that has come is spent, however little the work: a zero share starts nothing.
+    expect(pace.fits(0, Date.now())).toBe(false);
     vi.setSystemTime(Date.now() + 10_000);
     pace.done(100);
     // 100 ms a unit: 50 more take 5 s.
