@@ -34,8 +34,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from adapt_data import (BadInput, ScreenedStream, TrainingData, check_conversations, load_jsonl,  # noqa: E402
-                        trained_conversations, write_holdout_cases)
+from adapt_data import (BadInput, PassOrder, ScreenedStream, TrainingData, check_conversations,  # noqa: E402
+                        load_jsonl, trained_conversations, write_holdout_cases)
 
 WARMUP_STEPS = 20
 # A GPU's schedule: this many passes over the training data, between where the held-out traffic's loss bottomed out
@@ -278,15 +278,17 @@ def main(argv=None) -> int:
             log["stream"].append({"step": step, "minutes": round(minutes(), 3), "conversations": len(rows), "train_sequences": len(data.train)})
         return bool(arrived)
 
+    order = PassOrder()
     while not stop() and (data.train or waiting()):
         if waiting() and not take_stream() and not data.train:
             time.sleep(STREAM_POLL_S / 5)  # nothing to train on yet
             continue
-        train_ex, last_poll = data.train, time.time()
+        # What this pass has still to train; newly screened conversations join it (take_stream, below).
+        train_ex, keys = order.pending(data)
+        last_poll = time.time()
         for idx in batches(train_ex, args.batch_tokens, rng):
             if stop():
                 break
-            # New screened conversations: a fresh pass over all of them (a pass is longer than these budgets anyway).
             if waiting() and time.time() - last_poll >= STREAM_POLL_S:
                 last_poll = time.time()
                 if take_stream():
@@ -294,6 +296,7 @@ def main(argv=None) -> int:
             for g in opt.param_groups:
                 g["lr"] = cosine_lr(args.lr, step, WARMUP_STEPS, steps, minutes() / budget if step > 0 else 0.0)
             loss, n = train_step(model, opt, train_ex, idx, cfg.pad_token_id, device, amp)
+            order.trained(keys[i] for i in idx)
             loss_value = loss.item()
             tokens_seen += n
             step += 1

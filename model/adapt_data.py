@@ -185,6 +185,11 @@ class TrainingData:
         # Cycled when the generator file is smaller than its share.
         self.train = self.traffic + [self.gen_pool[i % len(self.gen_pool)] for i in range(want)]
 
+    def keys(self) -> list:
+        """A name for each sequence of `train`, in its order, that stays the sequence's as the data grows: `add`
+        only appends traffic sequences and generator slots, and slot i is always the same generator sequence."""
+        return list(range(len(self.traffic))) + [("generator", i) for i in range(len(self.train) - len(self.traffic))]
+
     def counts(self, holdout_conversations: int) -> dict:
         """What was trained on, for train-log.json and the report."""
         return {**self.tally, "traffic_unscreened_conversations": max(0, self.awaiting), "traffic_holdout_conversations": holdout_conversations,
@@ -194,3 +199,26 @@ class TrainingData:
                 "validation_generator_sequences": len(self.val_gen), "stream_batches": self.batches,
                 "train_sequences": len(self.train), "train_tokens": sum(len(e.ids) for e in self.train)}
 
+
+class PassOrder:
+    """Which training sequences the next batches come from: every sequence once before any twice, as the data grows.
+    Screened conversations that arrive in the middle of a pass join the sequences the pass has still to train;
+    starting a fresh pass over everything instead trained the first conversations screened again and again
+    before the last ones were trained once."""
+
+    def __init__(self):
+        self.done: set = set()
+        self.passes = 1
+
+    def pending(self, data) -> tuple[list, list]:
+        """The sequences (with their keys) this pass has not trained yet; all of them, as a new pass, once none is left."""
+        keys = data.keys()
+        todo = [i for i, k in enumerate(keys) if k not in self.done]
+        if not todo and keys:
+            self.done.clear()
+            self.passes += 1
+            todo = list(range(len(keys)))
+        return [data.train[i] for i in todo], [keys[i] for i in todo]
+
+    def trained(self, keys) -> None:
+        self.done.update(keys)

@@ -367,7 +367,12 @@ class ScreenedStreamTest(unittest.TestCase):
             self.assertEqual(start["call_sites"], 0)
             sizes = [len(data.train)]
             for batch in (calls[:10], calls[10:]):
+                before = dict(zip(data.keys(), data.train))
                 data.add(batch)
+                # A sequence keeps its key as the data grows (PassOrder counts what a pass trained by them).
+                after = dict(zip(data.keys(), data.train))
+                self.assertEqual(len(after), len(data.train))
+                self.assertTrue(all(after[k] is seq for k, seq in before.items()))
                 sizes.append(len(data.train))
                 share = (len(data.train) - len(data.traffic)) / len(data.train)
                 self.assertAlmostEqual(share, 0.3, delta=0.02)
@@ -381,6 +386,47 @@ class ScreenedStreamTest(unittest.TestCase):
             # The held-out cases are those a run without a stream plants.
             with open(os.path.join(work, "holdout-cases.jsonl"), encoding="utf-8") as f:
                 self.assertEqual([json.loads(line) for line in f], [plant.guard_record(c) for c in plant.holdout_cases(HOLDOUT, TRAIN, "all", 1, 20)])
+
+
+class PassOrderTest(unittest.TestCase):
+    """Training's order over data that grows while it trains (model/adapt_data.py PassOrder)."""
+
+    class Data:
+        def __init__(self, n: int):
+            self.train = [f"seq-{i}" for i in range(n)]
+
+        def keys(self):
+            return list(range(len(self.train)))
+
+        def grow(self, n: int):
+            self.train += [f"seq-{len(self.train) + i}" for i in range(n)]
+
+    def test_every_sequence_is_trained_once_before_any_twice_as_the_data_grows(self):
+        from adapt_data import PassOrder
+        data, order, trained = self.Data(6), PassOrder(), []
+
+        def train(n: int) -> None:
+            seqs, keys = order.pending(data)
+            self.assertEqual(seqs, [data.train[k] for k in keys])
+            order.trained(keys[:n])
+            trained.extend(keys[:n])
+
+        train(4)
+        data.grow(3)  # screened conversations arrive mid-pass: they join what the pass has left
+        self.assertEqual(order.pending(data)[1], [4, 5, 6, 7, 8])
+        train(5)
+        self.assertEqual(sorted(trained), list(range(9)))
+        self.assertEqual(order.passes, 1)
+        train(2)  # nothing left: a new pass over everything
+        self.assertEqual(order.passes, 2)
+        self.assertEqual(trained[9:], [0, 1])
+        self.assertEqual(order.pending(data)[1], list(range(2, 9)))
+
+    def test_no_data_begins_no_pass(self):
+        from adapt_data import PassOrder
+        order = PassOrder()
+        self.assertEqual(order.pending(self.Data(0)), ([], []))
+        self.assertEqual(order.passes, 1)
 
 
 if __name__ == "__main__":

@@ -76,7 +76,9 @@ export function reportTable(r: AdaptReport, out: string): string {
   const t = r.traffic;
   const formats = Object.entries(t.formats).map(([k, n]) => `${k} ${n}`).join(', ');
   const h = r.holdout;
-  const training = r.training as { steps_done?: number; best_step?: number; tokens_seen?: number; stopped?: string; besideScreening?: boolean };
+  const training = r.training as { steps_done?: number; best_step?: number; tokens_seen?: number; stopped?: string; besideScreening?: boolean; counts?: { train_tokens?: number } };
+  const trainTokens = training.counts?.train_tokens;
+  const passes = training.tokens_seen !== undefined && trainTokens ? ` (${(training.tokens_seen / trainTokens).toFixed(1)} passes over the training data's ${trainTokens})` : '';
   const m = r.minutes;
   const lines = [
     `traffic: ${t.conversations} conversations (${formats}), ${t.withToolCalls} with tool calls, ${t.calls} calls; ${t.holdoutConversations} held out, ${t.trainConversations} for training`,
@@ -86,7 +88,7 @@ export function reportTable(r: AdaptReport, out: string): string {
     ...(t.screen === 'off' ? [] : [`  drawn across ${t.screenedByStratum.length} strata (agent, first tool): ${t.screenedByStratum.slice(0, 6).map((x) => `${x.stratum} ${x.screened}/${x.conversations}`).join(', ')}${t.screenedByStratum.length > 6 ? ', ...' : ''}`]),
     ...t.blockedCalls.slice(0, 10).map((b) => `  left out: line ${b.line} (${b.conversation}), ${callRef(b.messageIndex, b.callIndex)} -> ${b.tool}`),
     ...(t.blockedCalls.length > 10 ? [`  ... and ${t.blockedCalls.length - 10} more (adapt-report.json lists them)`] : []),
-    `training: ${r.minutes.train.toFixed(1)} min on ${trainingPlace(r.machine.device, r.machine.gpu, r.machine.threads)}, ${training.steps_done ?? '?'} steps, ${training.tokens_seen ?? '?'} tokens, best step ${training.best_step ?? '?'} by held-out loss${training.stopped ? `; stopped: ${STOPPED[training.stopped] ?? training.stopped}` : ''}`,
+    `training: ${r.minutes.train.toFixed(1)} min on ${trainingPlace(r.machine.device, r.machine.gpu, r.machine.threads)}, ${training.steps_done ?? '?'} steps, ${training.tokens_seen ?? '?'} tokens${passes}, best step ${training.best_step ?? '?'} by held-out loss${training.stopped ? `; stopped: ${STOPPED[training.stopped] ?? training.stopped}` : ''}`,
     `held-out traffic: ${h.cases} checks (${h.injected} planted injections followed, ${h.benign} benign: ${h.realCalls} real calls and ${h.benign - h.realCalls} ignored injections), families ${h.families}`,
     `  planted for the point at ${pct(r.chosen.targetFpr).trim()} FPR (${h.plan.benignNeeded} benign checks give a standard error of half the target; ${h.plan.limitedBy === 'precision' ? 'as many as planted' : `limited by ${h.plan.limitedBy}`}: ${(100 * h.plan.fprStandardError).toFixed(1)} points); scored: base ${h.scored.base}, adapted ${h.scored.adapted}`,
     `  ${''.padEnd(40)} injected blocked  benign blocked  real calls blocked  conversations  ROC-AUC`,

@@ -122,7 +122,10 @@ describe.skipIf(!hasTorch)('edgearmor adapt on a tiny model', () => {
     expect(report.training['steps_done']).toBeGreaterThan(0);
     expect(report.training['stopped']).toBe('interrupted');
     const where = report.machine.device === 'cpu' ? 'the CPU \\(2 threads\\)' : 'the GPU \\(.+\\)';
-    expect(reportTable(report, out)).toMatch(new RegExp(`training: [\\d.]+ min on ${where}, ${String(report.training['steps_done'])} steps, .*; stopped: interrupted \\(Ctrl-C\\)`));
+    // How far training got through its data: the tokens it trained on over the training data's own.
+    const trainTokens = (report.training['counts'] as { train_tokens: number }).train_tokens;
+    const passes = (Number(report.training['tokens_seen']) / trainTokens).toFixed(1);
+    expect(reportTable(report, out)).toMatch(new RegExp(`training: [\\d.]+ min on ${where}, ${String(report.training['steps_done'])} steps, ${String(report.training['tokens_seen'])} tokens \\(${passes} passes over the training data's ${trainTokens}\\), .*; stopped: interrupted \\(Ctrl-C\\)`));
 
     // Held-out scoring: replaying each verdict at the guard's own options reproduces it.
     expect(report.holdout.cases).toBeGreaterThan(0);
